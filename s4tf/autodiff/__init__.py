@@ -1,0 +1,15 @@
+"""Automatic differentiation by tracing with levels (reverse and forward mode)."""
+
+from .custom import CustomDerivative, differentiable
+from .diagnostics import NonDifferentiableError, ZeroDerivativeWarning
+from .operators import (
+    derivative, differential, gradient, pullback, value_with_derivative,
+    value_with_differential, value_with_gradient, value_with_pullback, without_derivative,
+)
+
+__all__ = [
+    "CustomDerivative", "NonDifferentiableError", "ZeroDerivativeWarning", "derivative",
+    "differentiable", "differential", "gradient", "pullback", "value_with_derivative",
+    "value_with_differential", "value_with_gradient", "value_with_pullback",
+    "without_derivative",
+]

@@ -1,0 +1,121 @@
+"""Custom derivatives: ``@s4tf.differentiable`` with ``.vjp`` / ``.jvp`` rules.
+
+As Swift's ``@derivative(of:)``: the user gives a function returning
+``(value, pullback)`` (reverse mode) and/or ``(value, differential)`` (forward
+mode). Written with s4tf ops, those closures are differentiable again, so
+custom derivatives nest for higher order like built-in ones.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..tree import tree_flatten
+from .forward import ForwardTrace, ForwardTracer
+from .reverse import Node, ReverseTrace, ReverseTracer, _is_differentiable_value
+from .tracer import Tracer
+
+__all__ = ["CustomDerivative", "differentiable"]
+
+
+def _unwrap(value, trace):
+    return value._primal if isinstance(value, Tracer) and value._trace is trace else value
+
+
+class CustomDerivative:
+    """A function with user-given derivatives; see :func:`differentiable`."""
+
+    def __init__(self, fn, vjp=None, jvp=None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self._vjp = vjp
+        self._jvp = jvp
+
+    def vjp(self, rule):
+        """Register the reverse-mode rule ``rule(*args) -> (value, pullback)``."""
+        self._vjp = rule
+        return rule
+
+    def jvp(self, rule):
+        """Register the forward-mode rule ``rule(*args) -> (value, differential)``."""
+        self._jvp = rule
+        return rule
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args):
+        leaves, treedef = tree_flatten(args, differentiable=True)
+        top = None
+        for leaf in leaves:
+            if isinstance(leaf, Tracer) and (top is None or leaf._trace.level > top.level):
+                top = leaf._trace
+        if top is None:
+            return self.fn(*args)
+        if isinstance(top, ReverseTrace) and self._vjp is not None:
+            return self._reverse(top, leaves, treedef)
+        if isinstance(top, ForwardTrace) and self._jvp is not None:
+            return self._forward(top, leaves, treedef)
+        # No rule for this mode: differentiate through the body itself.
+        return self.fn(*args)
+
+    def _reverse(self, trace, leaves, treedef):
+        primals = [_unwrap(leaf, trace) for leaf in leaves]
+        parents = tuple(
+            leaf._node if isinstance(leaf, ReverseTracer) and leaf._trace is trace else None
+            for leaf in leaves
+        )
+        value, pullback = self._vjp(*treedef.unflatten(primals))
+        if not _is_differentiable_value(value):
+            return value
+
+        single = len(treedef.children) == 1
+
+        def rule(g, *args, out):
+            cotangents = pullback(g)
+            return tuple(treedef.tangent_leaves((cotangents,) if single else tuple(cotangents)))
+
+        node = Node(rule, tuple(primals), {}, value, parents)
+        return ReverseTracer(trace, value, node)
+
+    def _forward(self, trace, leaves, treedef):
+        primals = [_unwrap(leaf, trace) for leaf in leaves]
+        tangents = [
+            leaf._tangent if isinstance(leaf, ForwardTracer) and leaf._trace is trace else None
+            for leaf in leaves
+        ]
+        args = treedef.unflatten(primals)
+        value, differential = self._jvp(*args)
+        from .operators import _finish
+
+        tangent_args = treedef.tangent_unflatten(
+            [_finish(t, p) for t, p in zip(tangents, primals)]
+        )
+        tangent = differential(*tangent_args)
+        if tangent is None or not _is_differentiable_value(value):
+            return value
+        return ForwardTracer(trace, value, tangent)
+
+
+def differentiable(fn=None, *, vjp=None, jvp=None):
+    """Give ``fn`` custom derivatives (S4TF's ``@derivative(of:)``).
+
+    Use as a decorator and then register rules with ``@fn.vjp`` / ``@fn.jvp``, or
+    wrap a foreign function in one call: ``s4tf.differentiable(math.exp, vjp=..., jvp=...)``.
+
+    Examples
+    --------
+    >>> import math, s4tf
+    >>> def exp_vjp(x):
+    ...     y = math.exp(x)
+    ...     return y, lambda v: v * y
+    >>> def exp_jvp(x):
+    ...     y = math.exp(x)
+    ...     return y, lambda t: t * y
+    >>> fast_exp = s4tf.differentiable(math.exp, vjp=exp_vjp, jvp=exp_jvp)
+    >>> round(s4tf.gradient(1.0, of=fast_exp), 6), round(s4tf.derivative(1.0, of=fast_exp), 6)
+    (2.718282, 2.718282)
+    """
+    if fn is None:
+        return lambda f: CustomDerivative(f, vjp=vjp, jvp=jvp)
+    return CustomDerivative(fn, vjp=vjp, jvp=jvp)

@@ -1,0 +1,70 @@
+"""Forward mode: pushing tangents through each primitive as it runs."""
+
+from __future__ import annotations
+
+from ..tensor import Tensor
+from .reverse import _is_differentiable_value
+from .tracer import Trace, Tracer
+
+__all__ = ["ForwardTrace", "ForwardTracer"]
+
+
+class ForwardTracer(Tracer):
+    """A value with its tangent, at one level of forward-mode differentiation."""
+
+    __slots__ = ("_tangent",)
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self._primal = primal
+        self._tangent = tangent
+
+
+def _fit(tangent, out):
+    """Broadcast a term of a linear map to the output's shape (``add``'s ``t``)."""
+    from ..ops.shapes import broadcast_to, shape_of
+
+    if isinstance(tangent, Tensor) or isinstance(out, Tensor):
+        shape = shape_of(out)
+        if shape_of(tangent) != shape:
+            return broadcast_to(tangent, shape)
+    return tangent
+
+
+class ForwardTrace(Trace):
+    """A level of forward-mode differentiation."""
+
+    __slots__ = ()
+
+    def process(self, primitive, args, params):
+        primals, tangents = [], []
+        for arg in args:
+            if isinstance(arg, ForwardTracer) and arg._trace is self:
+                primals.append(arg._primal)
+                tangents.append(arg._tangent)
+            else:
+                primals.append(arg)
+                tangents.append(None)
+        out = primitive(*primals, **params)
+        rule = primitive.jvp
+        if rule is None or not _is_differentiable_value(out):
+            return out
+        if isinstance(rule, tuple):
+            tangent = None
+            for i, t in enumerate(tangents):
+                if t is not None and rule[i] is not None:
+                    term = rule[i](t, *primals, out=out, **params)
+                    if term is not None:
+                        tangent = term if tangent is None else tangent + term
+        elif len(primals) == 1:
+            tangent = rule(tangents[0], *primals, out=out, **params) if tangents[0] is not None else None
+        else:
+            tangent = rule(tuple(tangents), *primals, out=out, **params)
+        if tangent is None:
+            return out
+        from ..ops.indexing import IndexAdd
+
+        if isinstance(tangent, IndexAdd):
+            tangent = tangent.dense(out)
+        tangent = _fit(tangent, out)
+        return ForwardTracer(self, out, tangent)

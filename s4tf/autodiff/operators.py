@@ -1,0 +1,288 @@
+"""The differential operators: gradient, pullback, derivative, differential, ...
+
+All take the points first and the function as ``of=``; with several points the
+function gets several arguments and tangents come back as a tuple. Called with
+``of=`` alone, each returns the derived function instead.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..tensor import Tensor
+from ..tree import tree_flatten, tree_map
+from .diagnostics import warn_zero_derivative
+from .forward import ForwardTrace, ForwardTracer
+from .reverse import ReverseTrace, ReverseTracer, backward
+from .tracer import Tracer, innermost, is_float_like, strip
+
+__all__ = [
+    "derivative", "differential", "gradient", "pullback", "value_with_derivative",
+    "value_with_differential", "value_with_gradient", "value_with_pullback",
+    "without_derivative",
+]
+
+
+def _operator(fn):
+    """Let ``op(of=f)`` return the derived function ``lambda *points: op(*points, of=f)``."""
+
+    @functools.wraps(fn)
+    def operator(*points, of=None):
+        if of is None:
+            raise TypeError(f"{fn.__name__}() needs the function to differentiate as of=...")
+        if not callable(of):
+            raise TypeError(f"{fn.__name__}(): of= must be callable, got {type(of).__name__}.")
+        if not points:
+            derived = functools.partial(operator, of=of)
+            functools.update_wrapper(derived, of, assigned=("__name__", "__doc__"), updated=())
+            return derived
+        return fn(*points, of=of)
+
+    return operator
+
+
+def _flatten_point(point, index):
+    leaves, treedef = tree_flatten(point, differentiable=True)
+    if not leaves:
+        kind = type(point).__name__
+        raise TypeError(
+            f"cannot differentiate with respect to argument {index} ({kind} {point!r:.60}): it "
+            "holds no floats or floating tensors. Pass floats (3.0, not 3), floating tensors "
+            "or Differentiable values."
+        )
+    return leaves, treedef
+
+
+def _finish(tangent, primal):
+    """A zero for a missing tangent; a Python float for a float point."""
+    from ..creation import zeros_like
+
+    if tangent is None:
+        return 0.0 if is_float_like(primal) else zeros_like(innermost(primal))
+    if is_float_like(primal) and isinstance(tangent, Tensor):
+        if type(tangent) is Tensor:
+            return float(tangent.item())
+        return tangent.reshape(())
+    return tangent
+
+
+def _pack(tangents):
+    return tangents[0] if len(tangents) == 1 else tuple(tangents)
+
+
+# Reverse mode.
+@_operator
+def value_with_pullback(*points, of):
+    """``(f(*points), pullback)``; ``pullback(cotangent)`` gives the points' cotangents.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> y, pb = s4tf.value_with_pullback(s4tf.Tensor([1.0, 2.0]), of=lambda x: x * x)
+    >>> pb(s4tf.Tensor([1.0, 1.0])).tolist()
+    [2.0, 4.0]
+    """
+    trace = ReverseTrace()
+    inputs, traced_points = [], []
+    for i, point in enumerate(points):
+        leaves, treedef = _flatten_point(point, i)
+        tracers = [trace.new_leaf(leaf) for leaf in leaves]
+        inputs.append((treedef, tracers))
+        traced_points.append(treedef.unflatten(tracers))
+    result = of(*traced_points)
+    out_leaves, out_def = tree_flatten(result, differentiable=True)
+    ours = [isinstance(leaf, ReverseTracer) and leaf._trace is trace for leaf in out_leaves]
+    value = out_def.unflatten([leaf._primal if mine else leaf for leaf, mine in zip(out_leaves, ours)])
+    if not any(ours):
+        warn_zero_derivative(getattr(of, "__name__", "function"))
+    roots = [leaf._node for leaf, mine in zip(out_leaves, ours) if mine]
+
+    def pullback(cotangent):
+        seeds_all = out_def.tangent_leaves(cotangent)
+        seeds = [s for s, mine in zip(seeds_all, ours) if mine]
+        table = backward(roots, seeds)
+        tangents = [
+            treedef.tangent_unflatten([_finish(table.get(id(t._node)), t._primal) for t in tracers])
+            for treedef, tracers in inputs
+        ]
+        return _pack(tangents)
+
+    return value, pullback
+
+
+@_operator
+def pullback(*points, of):
+    """The pullback of ``of`` at ``points``: cotangent of the result -> cotangents of points.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> pb = s4tf.pullback(3.0, of=lambda x: x * x)
+    >>> pb(1.0)
+    6.0
+    """
+    return value_with_pullback(*points, of=of)[1]
+
+
+def _scalar_seed(value):
+    from ..creation import ones_like
+
+    leaves = tree_flatten(value, differentiable=True)[0]
+    if len(leaves) != 1 or (isinstance(leaves[0], Tensor) and leaves[0].size != 1):
+        shape = leaves[0].shape if len(leaves) == 1 else f"{len(leaves)} values"
+        raise ValueError(
+            f"gradient needs a function that returns one scalar; this one returned {shape}. "
+            "Reduce it (e.g. .sum() or .mean()), or use s4tf.pullback with a cotangent."
+        )
+    leaf = leaves[0]
+    return 1.0 if not isinstance(leaf, Tensor) else ones_like(leaf)
+
+
+@_operator
+def value_with_gradient(*points, of):
+    """``(f(*points), gradient)`` for a scalar-valued ``of``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.value_with_gradient(2.0, 3.0, of=lambda x, y: x * y)
+    (6.0, (3.0, 2.0))
+    """
+    value, pb = value_with_pullback(*points, of=of)
+    return value, pb(_scalar_seed(value))
+
+
+@_operator
+def gradient(*points, of):
+    """The gradient of scalar-valued ``of`` at ``points`` (reverse mode).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.gradient(3.0, of=lambda x: x * x)
+    6.0
+    >>> s4tf.gradient(s4tf.Tensor([1.0, 2.0]), of=lambda x: (x * x).sum()).tolist()
+    [2.0, 4.0]
+    """
+    return value_with_gradient(*points, of=of)[1]
+
+
+# Forward mode.
+def _jvp(points, tangents, of):
+    trace = ForwardTrace()
+    traced_points = []
+    for i, (point, tangent) in enumerate(zip(points, tangents)):
+        leaves, treedef = _flatten_point(point, i)
+        leaf_tangents = treedef.tangent_leaves(tangent)
+        traced_points.append(treedef.unflatten(
+            [leaf if t is None else ForwardTracer(trace, leaf, t) for leaf, t in zip(leaves, leaf_tangents)]
+        ))
+    result = of(*traced_points)
+    out_leaves, out_def = tree_flatten(result, differentiable=True)
+    primals, out_tangents, any_traced = [], [], False
+    for leaf in out_leaves:
+        if isinstance(leaf, ForwardTracer) and leaf._trace is trace:
+            primals.append(leaf._primal)
+            out_tangents.append(_finish(leaf._tangent, leaf._primal))
+            any_traced = True
+        else:
+            primals.append(leaf)
+            out_tangents.append(_finish(None, leaf))
+    return out_def.unflatten(primals), out_def.tangent_unflatten(out_tangents), any_traced
+
+
+@_operator
+def value_with_differential(*points, of):
+    """``(f(*points), differential)``; ``differential(*tangents)`` pushes tangents forward.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> value, df = s4tf.value_with_differential(3.0, of=lambda x: x * x)
+    >>> value, df(1.0)
+    (9.0, 6.0)
+    """
+    value = of(*points)
+
+    def differential(*tangents):
+        if len(tangents) != len(points):
+            raise TypeError(f"the differential takes {len(points)} tangent(s), got {len(tangents)}.")
+        _, tangent, traced = _jvp(points, tangents, of)
+        if not traced:
+            warn_zero_derivative(getattr(of, "__name__", "function"))
+        return tangent
+
+    return value, differential
+
+
+@_operator
+def differential(*points, of):
+    """The differential of ``of`` at ``points``: tangents of points -> tangent of the result.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> df = s4tf.differential(2.0, of=lambda x: x ** 3)
+    >>> df(1.0)
+    12.0
+    """
+    return value_with_differential(*points, of=of)[1]
+
+
+def _unit_tangent(point):
+    from ..creation import ones_like
+
+    leaves = tree_flatten(point, differentiable=True)[0]
+    if len(leaves) != 1 or (isinstance(leaves[0], Tensor) and leaves[0].size != 1):
+        raise ValueError(
+            "derivative needs scalar points (a float or a one-element tensor); use "
+            "s4tf.differential(x, of=f)(tangent) for other values."
+        )
+    leaf = leaves[0]
+    return 1.0 if not isinstance(leaf, Tensor) else ones_like(innermost(leaf))
+
+
+@_operator
+def value_with_derivative(*points, of):
+    """``(f(*points), derivative)`` by forward mode for scalar points.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.value_with_derivative(3.0, of=lambda x: x * x)
+    (9.0, 6.0)
+    """
+    tangents = [_unit_tangent(p) for p in points]
+    value, tangent, traced = _jvp(points, tangents, of)
+    if not traced:
+        warn_zero_derivative(getattr(of, "__name__", "function"))
+    return value, tangent
+
+
+@_operator
+def derivative(*points, of):
+    """The derivative of ``of`` at scalar ``points`` (forward mode; summed over points).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.derivative(3.0, of=lambda x: x * x)
+    6.0
+    >>> s4tf.derivative(2.0, of=s4tf.derivative(of=lambda x: x ** 3))
+    12.0
+    """
+    return value_with_derivative(*points, of=of)[1]
+
+
+def without_derivative(value):
+    """``value`` as a constant: derivatives do not flow through it (a stop-gradient).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.gradient(3.0, of=lambda x: x * s4tf.without_derivative(x))
+    3.0
+    """
+    if isinstance(value, Tracer):
+        return strip(value)
+    return tree_map(strip, value)

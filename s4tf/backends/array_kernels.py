@@ -1,0 +1,205 @@
+"""Kernels written once against an array namespace ``xp`` (NumPy, CuPy, jax.numpy).
+
+Each method is the raw computation of the primitive of the same name in
+:mod:`s4tf.ops`. They take and return arrays of ``xp`` and never write into
+their inputs, so the lazy backend can replay the very same code on
+``jax.numpy``. Backends subclass :class:`ArrayKernels` only where an array
+library needs something different (NumPy's ``add.at`` vs JAX's ``.at[].add``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .nn_kernels import NNKernels
+
+
+class ArrayKernels(NNKernels):
+    """Kernels for every core primitive over array module ``xp``."""
+
+    def __init__(self, xp) -> None:
+        self.xp = xp
+
+    # Elementwise, one input.
+    def neg(self, x):
+        return -x
+
+    def exp(self, x):
+        return self.xp.exp(x)
+
+    def log(self, x):
+        return self.xp.log(x)
+
+    def log1p(self, x):
+        return self.xp.log1p(x)
+
+    def expm1(self, x):
+        return self.xp.expm1(x)
+
+    def sqrt(self, x):
+        return self.xp.sqrt(x)
+
+    def rsqrt(self, x):
+        return 1 / self.xp.sqrt(x)
+
+    def sin(self, x):
+        return self.xp.sin(x)
+
+    def cos(self, x):
+        return self.xp.cos(x)
+
+    def tan(self, x):
+        return self.xp.tan(x)
+
+    def tanh(self, x):
+        return self.xp.tanh(x)
+
+    def sigmoid(self, x):
+        # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x)).
+        return (self.xp.tanh(x * 0.5) + 1) * 0.5
+
+    def abs(self, x):
+        return self.xp.abs(x)
+
+    def sign(self, x):
+        return self.xp.sign(x)
+
+    def floor(self, x):
+        return self.xp.floor(x)
+
+    def ceil(self, x):
+        return self.xp.ceil(x)
+
+    def round(self, x):
+        return self.xp.round(x)
+
+    def logical_not(self, x):
+        return self.xp.logical_not(x)
+
+    def pow_scalar(self, x, *, exponent):
+        if exponent == 2:
+            return x * x
+        return x ** self.xp.asarray(exponent, dtype=x.dtype)
+
+    def cast(self, x, *, dtype):
+        return x.astype(dtype)
+
+    # Elementwise, two or three inputs (same dtype, NumPy broadcasting).
+    def add(self, x, y):
+        return x + y
+
+    def sub(self, x, y):
+        return x - y
+
+    def mul(self, x, y):
+        return x * y
+
+    def div(self, x, y):
+        return x / y
+
+    def pow(self, x, y):
+        return self.xp.power(x, y)
+
+    def maximum(self, x, y):
+        return self.xp.maximum(x, y)
+
+    def minimum(self, x, y):
+        return self.xp.minimum(x, y)
+
+    def floor_div(self, x, y):
+        return self.xp.floor_divide(x, y)
+
+    def mod(self, x, y):
+        return self.xp.mod(x, y)
+
+    def equal(self, x, y):
+        return x == y
+
+    def not_equal(self, x, y):
+        return x != y
+
+    def less(self, x, y):
+        return x < y
+
+    def less_equal(self, x, y):
+        return x <= y
+
+    def greater(self, x, y):
+        return x > y
+
+    def greater_equal(self, x, y):
+        return x >= y
+
+    def logical_and(self, x, y):
+        return self.xp.logical_and(x, y)
+
+    def logical_or(self, x, y):
+        return self.xp.logical_or(x, y)
+
+    def where(self, condition, x, y):
+        return self.xp.where(condition, x, y)
+
+    # Reductions.
+    def reduce_sum(self, x, *, axis, keepdims):
+        return self.xp.sum(x, axis=axis, keepdims=keepdims)
+
+    def reduce_max(self, x, *, axis, keepdims):
+        return self.xp.max(x, axis=axis, keepdims=keepdims)
+
+    def reduce_min(self, x, *, axis, keepdims):
+        return self.xp.min(x, axis=axis, keepdims=keepdims)
+
+    def argmax(self, x, *, axis):
+        return self.xp.argmax(x, axis=axis).astype(np.int32)
+
+    def argmin(self, x, *, axis):
+        return self.xp.argmin(x, axis=axis).astype(np.int32)
+
+    # Shapes.
+    def reshape(self, x, *, shape):
+        return self.xp.reshape(x, shape)
+
+    def transpose(self, x, *, perm):
+        return self.xp.transpose(x, perm)
+
+    def broadcast_to(self, x, *, shape):
+        return self.xp.broadcast_to(x, shape)
+
+    def concat(self, *xs, axis):
+        return self.xp.concatenate(xs, axis=axis)
+
+    def pad(self, x, *, paddings, value):
+        return self.xp.pad(x, paddings, constant_values=value)
+
+    # Indexing: keys are static (ints, slices, None, Ellipsis); gathers take indices.
+    def getitem(self, x, *, key):
+        return x[key]
+
+    def gather(self, x, indices, *, axis):
+        return self.xp.take(x, indices, axis=axis)
+
+    def index_add(self, x, updates, *, key):
+        out = self.xp.array(x, copy=True)
+        out[key] += updates
+        return out
+
+    def scatter_add(self, x, indices, updates, *, axis):
+        out = self.xp.array(x, copy=True)
+        scatter_add_into(self.xp, out, indices, updates, axis)
+        return out
+
+    # Linear algebra.
+    def matmul(self, x, y):
+        return self.xp.matmul(x, y)
+
+
+def scatter_add_into(xp, out, indices, updates, axis):
+    """``out`` += ``updates`` at ``indices`` along ``axis``, in place; repeats add up.
+
+    ``updates`` has ``gather``'s layout: ``out.shape[:axis] + indices.shape +
+    out.shape[axis + 1:]``.
+    """
+    k = indices.ndim
+    target = xp.moveaxis(out, axis, 0)
+    source = xp.moveaxis(updates, list(range(axis, axis + k)), list(range(k)))
+    xp.add.at(target, indices, source)

@@ -1,0 +1,170 @@
+"""The backend registry and switch: which array library runs the kernels.
+
+A backend is an object with a ``name``, a ``kernels`` table (one method per
+primitive of :mod:`s4tf.ops`, named after it) and a handful of conversions
+(:class:`Backend`). Tensors remember their backend; new tensors are made on the
+*current* backend, chosen by ``S4TF_BACKEND``, :func:`set_backend` or the
+:func:`backend` context manager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import os
+import threading
+
+__all__ = ["Backend", "backend", "barrier", "get_backend", "get_backend_object", "set_backend"]
+
+BACKEND_NAMES = ("naive", "cupy", "xla")
+_EXTRAS = {"cupy": ("cupy", "cuda"), "xla": ("jax", "xla")}
+_MODULES = {"naive": "s4tf.backends.naive", "cupy": "s4tf.backends.cupy", "xla": "s4tf.backends.xla"}
+
+_loaded: dict[str, Backend] = {}
+_load_lock = threading.Lock()
+
+
+class Backend:
+    """What every backend provides. Subclasses fill these in; see ``naive.py``.
+
+    Attributes
+    ----------
+    name : str
+        ``"naive"``, ``"cupy"`` or ``"xla"``.
+    kernels : object
+        One method per primitive, taking and returning backend arrays.
+    supports_inplace : bool
+        Whether ``add_inplace`` / ``index_add_inplace`` may write into a buffer
+        (eager backends); the lazy backend builds new values instead.
+    """
+
+    name: str = "?"
+    kernels = None
+    supports_inplace = False
+
+    def asarray(self, value, dtype):
+        """A new backend array holding a copy of ``value`` (NumPy array or scalar)."""
+        raise NotImplementedError  # abstract: each backend defines it
+
+    def to_numpy(self, data):
+        """The host NumPy array for backend array ``data`` (may share memory)."""
+        raise NotImplementedError  # abstract: each backend defines it
+
+    def scalar(self, value, dtype):
+        """A Python scalar entering an op, as a 0-d array of ``dtype``."""
+        return self.asarray(value, dtype)
+
+    def add_inplace(self, dst, src):
+        raise NotImplementedError  # abstract: only eager backends define it
+
+    def index_add_inplace(self, dst, index, src, axis=None):
+        raise NotImplementedError  # abstract: only eager backends define it
+
+    def barrier(self) -> None:
+        """Run pending work (the lazy backend); a no-op on eager backends."""
+
+    def __repr__(self) -> str:
+        return f"<s4tf backend {self.name!r}>"
+
+
+def get_backend_object(name: str) -> Backend:
+    """The :class:`Backend` called ``name``, importing it on first use."""
+    found = _loaded.get(name)
+    if found is not None:
+        return found
+    if name not in _MODULES:
+        raise ValueError(
+            f"Unknown s4tf backend {name!r}. Choose one of {', '.join(map(repr, BACKEND_NAMES))}."
+        )
+    with _load_lock:
+        if name not in _loaded:
+            try:
+                module = importlib.import_module(_MODULES[name])
+            except ImportError as error:
+                package, extra = _EXTRAS.get(name, (name, name))
+                raise ImportError(
+                    f"The s4tf backend {name!r} needs the package {package!r}, which could not "
+                    f"be imported ({error}). Install it with: pip install 's4tf[{extra}]'"
+                ) from error
+            _loaded[name] = module.BACKEND
+    return _loaded[name]
+
+
+def _initial_backend() -> str:
+    name = os.environ.get("S4TF_BACKEND", "naive").strip() or "naive"
+    if name not in _MODULES:
+        raise ValueError(
+            f"S4TF_BACKEND={name!r} is not an s4tf backend; use one of {', '.join(BACKEND_NAMES)}."
+        )
+    return name
+
+
+_default_name = _initial_backend()
+_override: contextvars.ContextVar[str | None] = contextvars.ContextVar("s4tf_backend", default=None)
+
+
+def get_backend() -> str:
+    """The name of the backend new tensors are created on.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.get_backend()
+    'naive'
+    """
+    return _override.get() or _default_name
+
+
+def current_backend() -> Backend:
+    """The :class:`Backend` object new tensors are created on."""
+    return get_backend_object(_override.get() or _default_name)
+
+
+def set_backend(name: str) -> None:
+    """Make ``name`` the backend for new tensors (``"naive"``, ``"cupy"``, ``"xla"``).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.set_backend("naive")
+    >>> s4tf.zeros([2]).backend
+    'naive'
+    """
+    global _default_name
+    get_backend_object(name)
+    _default_name = name
+
+
+@contextlib.contextmanager
+def backend(name: str):
+    """Create tensors on backend ``name`` inside the ``with`` block.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> with s4tf.backend("naive"):
+    ...     s4tf.ones([3]).backend
+    'naive'
+    """
+    get_backend_object(name)
+    token = _override.set(name)
+    try:
+        yield get_backend_object(name)
+    finally:
+        _override.reset(token)
+
+
+def barrier() -> None:
+    """The LazyTensorBarrier: compile and run everything pending on the lazy backend.
+
+    A no-op on eager backends, so a training loop written once calls it after every
+    optimizer update and runs on all three.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.barrier()
+    """
+    for loaded in list(_loaded.values()):
+        loaded.barrier()

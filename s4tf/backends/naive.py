@@ -1,0 +1,48 @@
+"""The naive backend: eager NumPy on the host, always available."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .array_kernels import ArrayKernels, scatter_add_into
+from .base import Backend
+
+
+class ArrayModuleBackend(Backend):
+    """An eager backend over a NumPy-compatible array module (NumPy or CuPy).
+
+    The CuPy backend is this class over ``cupy``; its tests run it over NumPy
+    standing in, since no machine of this project has a GPU.
+    """
+
+    supports_inplace = True
+
+    def __init__(self, name: str, xp, kernels: ArrayKernels | None = None) -> None:
+        self.name = name
+        self.xp = xp
+        self.kernels = kernels or ArrayKernels(xp)
+        self.array_type = xp.ndarray
+
+    def asarray(self, value, dtype):
+        out = self.xp.array(value, dtype=dtype.numpy if hasattr(dtype, "numpy") else dtype)
+        return out
+
+    def to_numpy(self, data):
+        if self.xp is np:
+            return data
+        return self.xp.asnumpy(data)
+
+    def scalar(self, value, dtype):
+        return self.xp.asarray(value, dtype=dtype.numpy)
+
+    def add_inplace(self, dst, src):
+        self.xp.add(dst, src, out=dst)
+
+    def index_add_inplace(self, dst, index, src, axis=None):
+        if axis is None:
+            dst[index] += src
+            return
+        scatter_add_into(self.xp, dst, index, src, axis)
+
+
+BACKEND = ArrayModuleBackend("naive", np)

@@ -1,0 +1,122 @@
+"""Functions that make new tensors on the current backend."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dtypes
+from .backends.base import current_backend, get_backend_object
+from .tensor import Tensor
+
+__all__ = ["arange", "eye", "full", "ones", "ones_like", "zeros", "zeros_like"]
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    return tuple(int(n) for n in shape)
+
+
+def _from_numpy(array: np.ndarray, dtype, backend=None) -> Tensor:
+    backend = backend or current_backend()
+    return Tensor._wrap(backend.asarray(array, dtype), backend)
+
+
+def full(shape, value, dtype=None) -> Tensor:
+    """A tensor of ``shape`` filled with ``value``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.full([2], 7.0).tolist()
+    [7.0, 7.0]
+    """
+    dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.as_dtype(type(value))
+    return _from_numpy(np.full(_shape(shape), value, dtype=dtype.numpy), dtype)
+
+
+def zeros(shape, dtype=_dtypes.float32) -> Tensor:
+    """A tensor of zeros.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.zeros([2, 3]).shape
+    (2, 3)
+    """
+    return full(shape, 0, _dtypes.as_dtype(dtype))
+
+
+def ones(shape, dtype=_dtypes.float32) -> Tensor:
+    """A tensor of ones.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.ones([2]).tolist()
+    [1.0, 1.0]
+    """
+    return full(shape, 1, _dtypes.as_dtype(dtype))
+
+
+def _like(t, value, dtype):
+    if not isinstance(t, Tensor):
+        return 0.0 * value if isinstance(t, float | int) else full(np.shape(t), value, dtype)
+    dtype = _dtypes.as_dtype(dtype) if dtype is not None else t.dtype
+    backend = get_backend_object(t.backend)
+    return _from_numpy(np.full(t.shape, value, dtype=dtype.numpy), dtype, backend)
+
+
+def zeros_like(t, dtype=None) -> Tensor:
+    """Zeros of ``t``'s shape, dtype and backend (a constant, even for traced ``t``).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.zeros_like(s4tf.ones([2], dtype=s4tf.int32)).tolist()
+    [0, 0]
+    """
+    return _like(t, 0, dtype)
+
+
+def ones_like(t, dtype=None) -> Tensor:
+    """Ones of ``t``'s shape, dtype and backend.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.ones_like(s4tf.zeros([2])).tolist()
+    [1.0, 1.0]
+    """
+    return _like(t, 1, dtype) if isinstance(t, Tensor) else 1.0
+
+
+def arange(start, stop=None, step=1, dtype=None) -> Tensor:
+    """Evenly spaced values in ``[start, stop)``; int32 for int arguments.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.arange(3).tolist(), s4tf.arange(0.0, 1.0, 0.5).tolist()
+    ([0, 1, 2], [0.0, 0.5])
+    """
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, int | np.integer) for v in (start, stop, step))
+        dtype = _dtypes.int32 if is_int else _dtypes.float32
+    dtype = _dtypes.as_dtype(dtype)
+    return _from_numpy(np.arange(start, stop, step, dtype=dtype.numpy), dtype)
+
+
+def eye(n: int, m: int | None = None, dtype=_dtypes.float32) -> Tensor:
+    """The identity matrix (``n`` by ``m``).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.eye(2).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    dtype = _dtypes.as_dtype(dtype)
+    return _from_numpy(np.eye(n, m, dtype=dtype.numpy), dtype)

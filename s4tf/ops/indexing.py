@@ -1,0 +1,163 @@
+"""Indexing, slicing and gathers, with in-place ("inout") pullbacks.
+
+The cotangent of ``x[key]`` is not a dense tensor of zeros with ``g`` at
+``key``: the rule returns an :class:`IndexAdd`, and the backward pass adds ``g``
+into the one cotangent buffer it owns for ``x``. Differentiating k reads of an
+n-element value so costs O(n + k), not O(n * k) (the MLSys paper, section 4.3).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..tensor import Tensor
+from .elementwise import cast, equal
+from .primitive import primitive
+from .shapes import expand_dims, shape_of
+
+__all__ = ["IndexAdd", "gather", "getitem", "index_add", "one_hot", "scatter_add"]
+
+
+class IndexAdd:
+    """A cotangent that is ``value`` added at ``index`` of a zero tensor.
+
+    ``axis`` is None for a static key (ints, slices) and the gathered axis for a
+    tensor of indices.
+    """
+
+    __slots__ = ("index", "value", "axis")
+
+    def __init__(self, index, value, axis=None):
+        self.index = index
+        self.value = value
+        self.axis = axis
+
+    def dense(self, like):
+        """The functional form: ``like``'s zeros with ``value`` added at ``index``."""
+        from ..creation import zeros_like
+
+        zeros = zeros_like(like)
+        if self.axis is None:
+            return index_add(zeros, self.value, key=self.index)
+        return scatter_add(zeros, self.index, self.value, axis=self.axis)
+
+
+getitem_ = primitive(
+    "getitem",
+    vjp=lambda g, x, out, key: IndexAdd(key, g),
+    jvp=lambda t, x, out, key: getitem_(t, key=key),
+)
+index_add = primitive(
+    "index_add",
+    vjp=(lambda g, x, u, out, key: g,
+         lambda g, x, u, out, key: getitem_(g, key=key)),
+    jvp=(lambda t, x, u, out, key: t,
+         lambda t, x, u, out, key: IndexAdd(key, t).dense(x)),
+)
+gather_ = primitive(
+    "gather",
+    vjp=(lambda g, x, i, out, axis: IndexAdd(i, g, axis), None),
+    jvp=(lambda t, x, i, out, axis: gather_(t, i, axis=axis), None),
+)
+scatter_add = primitive(
+    "scatter_add",
+    vjp=(lambda g, x, i, u, out, axis: g, None,
+         lambda g, x, i, u, out, axis: gather_(g, i, axis=axis)),
+    jvp=(lambda t, x, i, u, out, axis: t, None,
+         lambda t, x, i, u, out, axis: IndexAdd(i, t, axis).dense(x)),
+)
+
+
+def _is_advanced(part) -> bool:
+    return isinstance(part, Tensor | np.ndarray | list)
+
+
+def _static_part(part, axis_size):
+    if isinstance(part, slice):
+        return slice(*(None if v is None else int(v) for v in (part.start, part.stop, part.step)))
+    if part is None or part is Ellipsis:
+        return part
+    if isinstance(part, bool | np.bool_):
+        raise TypeError("Indexing with a bool is not supported; use s4tf.where(mask, a, b).")
+    if isinstance(part, numbers.Integral):
+        index = int(part)
+        if axis_size is not None and not -axis_size <= index < axis_size:
+            raise IndexError(f"index {index} is out of range for an axis of size {axis_size}.")
+        return index
+    raise TypeError(
+        f"Tensors are indexed by ints, slices, None, ... or an int tensor of indices; "
+        f"got {type(part).__name__}."
+    )
+
+
+def getitem(x, key):
+    """``x[key]``: basic indexing (ints, slices, None, ...) or a gather by int indices.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> t = s4tf.arange(6).reshape(2, 3)
+    >>> t[1, 1:].tolist(), t[s4tf.Tensor([1, 0])].shape
+    ([4, 5], (2, 3))
+    """
+    parts = key if isinstance(key, tuple) else (key,)
+    advanced = [i for i, p in enumerate(parts) if _is_advanced(p)]
+    if advanced:
+        if len(advanced) > 1 or any(
+            not (isinstance(p, slice) and p == slice(None)) for i, p in enumerate(parts) if i != advanced[0]
+        ):
+            raise TypeError(
+                "s4tf supports one tensor of indices per indexing, with full slices (:) on "
+                "the axes before it, e.g. t[idx] or t[:, idx]; use s4tf.gather for more."
+            )
+        return gather(x, parts[advanced[0]], axis=advanced[0])
+    shape = shape_of(x)
+    static, axis = [], 0
+    for part in parts:
+        size = shape[axis] if axis < len(shape) else None
+        static.append(_static_part(part, size))
+        if part is not None and part is not Ellipsis:
+            axis += 1
+    return getitem_(x, key=tuple(static))
+
+
+def gather(x, indices, axis=0):
+    """Slices of ``x`` along ``axis`` at the int ``indices`` (any shape).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.gather(s4tf.Tensor([10.0, 20.0, 30.0]), s4tf.Tensor([2, 0, 2])).tolist()
+    [30.0, 10.0, 30.0]
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+        if indices.dtype.kind == "b":
+            raise TypeError("gather: boolean masks are not supported; use s4tf.where(mask, a, b).")
+        indices = indices.astype(np.int32) if indices.dtype.kind in "iu" else indices
+        if indices.dtype.kind not in "iu":
+            raise TypeError(f"gather: indices must be integers, got {indices.dtype}.")
+    elif not indices.dtype.is_integer:
+        raise TypeError(f"gather: indices must be an int tensor, got {indices.dtype}.")
+    rank = len(shape_of(x))
+    return gather_(x, indices, axis=int(axis) % max(rank, 1))
+
+
+def one_hot(indices, depth: int, dtype=None):
+    """One-hot rows for int ``indices``; an index of -1 gives an all-zero row (as in S4TF).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.one_hot(s4tf.Tensor([2, -1]), 3).tolist()
+    [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+    """
+    from .. import dtypes
+    from ..creation import arange
+
+    if not isinstance(indices, Tensor):
+        indices = Tensor(np.asarray(indices, dtype=np.int32))
+    hits = equal(expand_dims(indices, -1), arange(int(depth), dtype=indices.dtype))
+    return cast(hits, dtype=dtypes.as_dtype(dtype or dtypes.float32))

@@ -1,0 +1,204 @@
+"""Primitives: the ops that backends implement and differentiation knows rules for.
+
+A :class:`Primitive` is defined once, with its derivative rules written in terms
+of other primitives (so derivatives of derivatives come for free):
+
+* ``vjp(g, *args, out=..., **params)`` returns one cotangent per positional
+  argument (``None`` for "no derivative");
+* ``jvp(tangents, *args, out=..., **params)`` returns the output's tangent,
+  where ``tangents`` holds one tangent per argument (``None`` for zero).
+
+Calling a primitive finds the highest-level tracer among the arguments. With
+none, it runs the backend's kernel of the same name (the fast path: one type
+check per argument); otherwise that tracer's trace handles it.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..autodiff.tracer import Tracer
+from ..backends.base import current_backend
+from ..tensor import Tensor
+
+__all__ = ["Primitive", "primitive"]
+
+_wrap = Tensor._wrap
+_PY_SCALARS = (int, float, bool, np.number, np.bool_)
+
+
+class Primitive:
+    """An op with a kernel on every backend and (optionally) derivative rules.
+
+    Parameters
+    ----------
+    name : str
+        Also the name of the kernel method backends provide.
+    vjp, jvp : callable, optional
+        Derivative rules (see the module docstring). A primitive without them is
+        not differentiable (comparisons, argmax, ...): its results are constants.
+    scalar : callable, optional
+        How to compute the op when every argument is a Python number, so that
+        differentiating plain float code stays in Python floats.
+    promote : bool or int
+        Whether the positional arguments are brought to one dtype first
+        (elementwise arithmetic, matmul, concat); an int ``k`` promotes only the
+        arguments from position ``k`` on (``where``'s condition stays bool).
+    """
+
+    __slots__ = ("name", "vjp", "jvp", "scalar", "promote", "describe")
+
+    def __init__(self, name, *, vjp=None, jvp=None, scalar=None, promote=False, describe=None):
+        self.name = name
+        self.vjp = vjp
+        self.jvp = jvp
+        self.scalar = scalar
+        self.promote = promote
+        self.describe = describe
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+    def __call__(self, *args, **params):
+        top = None
+        for arg in args:
+            if isinstance(arg, Tracer) and (top is None or arg._trace.level > top.level):
+                top = arg._trace
+        if top is not None:
+            return top.process(self, args, params)
+        if len(args) == 2:
+            x, y = args
+            if (
+                type(x) is Tensor
+                and type(y) is Tensor
+                and x._backend is y._backend
+                and x._data.dtype == y._data.dtype
+            ):
+                try:
+                    out = getattr(x._backend.kernels, self.name)(x._data, y._data, **params)
+                except (ValueError, TypeError) as error:
+                    raise self._error(args, error) from None
+                return _wrap(out, x._backend)
+        elif len(args) == 1 and type(args[0]) is Tensor:
+            x = args[0]
+            try:
+                out = getattr(x._backend.kernels, self.name)(x._data, **params)
+            except (ValueError, TypeError, IndexError) as error:
+                raise self._error(args, error) from None
+            return _wrap(out, x._backend)
+        return self._impl(args, params)
+
+    def _impl(self, args, params):
+        """The general no-tracer path: mixed dtypes, Python scalars, NumPy arrays."""
+        backend = None
+        for arg in args:
+            if isinstance(arg, Tensor):
+                if backend is None:
+                    backend = arg._backend
+                elif arg._backend is not backend:
+                    raise TypeError(
+                        f"{self.name}: the operands are on different backends "
+                        f"({backend.name!r} and {arg._backend.name!r}). Move one with "
+                        f"t.to({backend.name!r}) or s4tf.to_backend(value, {backend.name!r})."
+                    )
+        if backend is None:
+            if self.scalar is not None and all(isinstance(a, _PY_SCALARS) for a in args):
+                return self.scalar(*args, **params)
+            backend = current_backend()
+        datas = _convert(args, backend, self.promote)
+        try:
+            out = getattr(backend.kernels, self.name)(*datas, **params)
+        except (ValueError, TypeError, IndexError) as error:
+            raise self._error(args, error) from None
+        return _wrap(out, backend)
+
+    def _error(self, args, error) -> Exception:
+        shapes = " and ".join(str(_shape(a)) for a in args)
+        if self.describe is not None:
+            return type(error)(self.describe(args, error))
+        if self.promote and len(args) >= 2:
+            return ValueError(
+                f"{self.name}: cannot broadcast shapes {shapes}. Each axis must have equal "
+                "sizes or size 1 (NumPy broadcasting); reshape or expand_dims an operand. "
+                f"(backend said: {error})"
+            )
+        return type(error)(f"{self.name} failed on operands of shapes {shapes}: {error}")
+
+
+def primitive(name, **rules) -> Primitive:
+    """Define a primitive; see :class:`Primitive`."""
+    return Primitive(name, **rules)
+
+
+def _shape(value):
+    if isinstance(value, Tensor):
+        return value.shape
+    return np.shape(value)
+
+
+def dtype_of(value) -> _dtypes.DType | None:
+    """The dtype of a Tensor or NumPy array, or None for a (weakly typed) Python scalar."""
+    if isinstance(value, Tensor):
+        return value.dtype
+    if isinstance(value, np.ndarray):
+        return _dtypes.as_dtype(value.dtype)
+    return None
+
+
+def result_dtype(args) -> _dtypes.DType:
+    """JAX-style promotion: tensors decide; Python scalars only lift ints to float32."""
+    dtype = None
+    for arg in args:
+        d = dtype_of(arg)
+        if d is not None:
+            dtype = d if dtype is None else _dtypes.promote(dtype, d)
+    weak = None
+    for arg in args:
+        if dtype_of(arg) is None and not isinstance(arg, Tensor):
+            if isinstance(arg, bool | np.bool_):
+                kind = _dtypes.bool_
+            elif isinstance(arg, numbers.Integral):
+                kind = _dtypes.int32
+            else:
+                kind = _dtypes.float32
+            weak = kind if weak is None else _dtypes.promote(weak, kind)
+    if dtype is None:
+        return weak if weak is not None else _dtypes.float32
+    if weak is not None and weak.is_floating and not dtype.is_floating:
+        return _dtypes.float32
+    if weak is not None and weak == _dtypes.int32 and dtype == _dtypes.bool_:
+        return _dtypes.int32
+    return dtype
+
+
+def _convert(args, backend, promote):
+    """Backend arrays for ``args``, cast to one dtype when ``promote``."""
+    start = 0 if promote is True else int(promote)
+    dtype = result_dtype(args[start:]) if promote is not False else None
+    datas = []
+    for i, arg in enumerate(args):
+        if i < start:
+            datas.append(_convert([arg], backend, False)[0])
+            continue
+        if isinstance(arg, Tensor):
+            data = arg._data
+            if dtype is not None and arg._data.dtype != dtype.numpy:
+                data = backend.kernels.cast(data, dtype=dtype.numpy)
+        elif isinstance(arg, np.ndarray):
+            target = dtype or _dtypes.as_dtype(arg.dtype)
+            data = backend.asarray(arg, target)
+        elif isinstance(arg, _PY_SCALARS):
+            target = dtype or result_dtype([arg])
+            data = backend.scalar(arg, target)
+        elif arg is None:
+            data = None
+        else:
+            raise TypeError(
+                f"s4tf ops take Tensors and numbers; got {type(arg).__name__}. "
+                "Convert it with s4tf.Tensor(...) first."
+            )
+        datas.append(data)
+    return datas

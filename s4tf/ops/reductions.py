@@ -1,0 +1,160 @@
+"""Reductions over axes: sum, max, min (and mean, variance built on them)."""
+
+from __future__ import annotations
+
+import builtins
+
+from .elementwise import cast, equal, mul
+from .primitive import primitive
+from .shapes import broadcast_to, reshape, shape_of
+
+__all__ = ["argmax", "argmin", "max", "mean", "min", "reduce_max", "reduce_min",
+           "reduce_sum", "sum", "sum_to_shape", "variance"]
+
+
+def normalize_axes(axis, rank: int):
+    """``axis`` as a sorted tuple of non-negative ints (None means every axis)."""
+    if axis is None:
+        return tuple(range(rank))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -rank <= a < builtins.max(rank, 1):
+            raise ValueError(
+                f"axis {a} is out of range for a tensor of rank {rank}; "
+                f"use an axis in [{-rank}, {rank - 1}]."
+            )
+        out.append(a % rank if rank else 0)
+    return tuple(sorted(set(out)))
+
+
+def _kept_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _restore(g, x, axis, keepdims):
+    """A reduction's cotangent broadcast back to the input's shape."""
+    shape = shape_of(x)
+    if not keepdims:
+        g = reshape(g, shape=_kept_shape(shape, axis))
+    return broadcast_to(g, shape=shape)
+
+
+def _extremum_vjp(g, x, out, axis, keepdims):
+    # S4TF's convention: ties inside a max/min split the derivative evenly.
+    kept = out if keepdims else reshape(out, shape=_kept_shape(shape_of(x), axis))
+    mask = cast(equal(x, kept), dtype=x.dtype)
+    count = reduce_sum(mask, axis=axis, keepdims=True)
+    return _restore(g, x, axis, keepdims) * mask / count
+
+
+def _extremum_jvp(t, x, out, axis, keepdims):
+    kept = out if keepdims else reshape(out, shape=_kept_shape(shape_of(x), axis))
+    mask = cast(equal(x, kept), dtype=x.dtype)
+    weights = mask / reduce_sum(mask, axis=axis, keepdims=True)
+    return reduce_sum(mul(t, weights), axis=axis, keepdims=keepdims)
+
+
+reduce_sum = primitive(
+    "reduce_sum",
+    vjp=lambda g, x, out, axis, keepdims: _restore(g, x, axis, keepdims),
+    jvp=lambda t, x, out, axis, keepdims: reduce_sum(t, axis=axis, keepdims=keepdims),
+)
+reduce_max = primitive("reduce_max", vjp=_extremum_vjp, jvp=_extremum_jvp)
+reduce_min = primitive("reduce_min", vjp=_extremum_vjp, jvp=_extremum_jvp)
+_argmax = primitive("argmax")
+_argmin = primitive("argmin")
+
+
+def _reducer(prim, doc):
+    def reduce(x, axis=None, keepdims=False):
+        axes = normalize_axes(axis, len(shape_of(x)))
+        return prim(x, axis=axes, keepdims=bool(keepdims))
+
+    reduce.__name__ = prim.name.replace("reduce_", "")
+    reduce.__doc__ = doc
+    return reduce
+
+
+sum = _reducer(reduce_sum, """Sum over ``axis`` (all axes when None).
+
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([[1.0, 2.0], [3.0, 4.0]]).sum(axis=0).tolist()
+[4.0, 6.0]
+""")
+max = _reducer(reduce_max, """Maximum over ``axis``; a tie splits the derivative evenly.
+
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([1.0, 5.0, 3.0]).max().item()
+5.0
+""")
+min = _reducer(reduce_min, """Minimum over ``axis``; a tie splits the derivative evenly.
+
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([1.0, 5.0, 3.0]).min().item()
+1.0
+""")
+
+
+def mean(x, axis=None, keepdims=False):
+    """Arithmetic mean over ``axis`` (all axes when None).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.Tensor([1.0, 2.0, 6.0]).mean().item()
+    3.0
+    """
+    shape = shape_of(x)
+    axes = normalize_axes(axis, len(shape))
+    count = 1
+    for a in axes:
+        count *= shape[a]
+    return reduce_sum(x, axis=axes, keepdims=bool(keepdims)) / float(count)
+
+
+def variance(x, axis=None, keepdims=False):
+    """Biased variance (divides by N) over ``axis``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.Tensor([1.0, 3.0]).variance().item()
+    1.0
+    """
+    centered = x - mean(x, axis=axis, keepdims=True)
+    return mean(centered * centered, axis=axis, keepdims=keepdims)
+
+
+def argmax(x, axis=None):
+    """Index of the largest value along ``axis`` (of the flattened tensor when None), int32."""
+    if axis is None:
+        return _argmax(reshape(x, shape=(-1,)), axis=0)
+    return _argmax(x, axis=normalize_axes(axis, len(shape_of(x)))[0])
+
+
+def argmin(x, axis=None):
+    """Index of the smallest value along ``axis`` (of the flattened tensor when None), int32."""
+    if axis is None:
+        return _argmin(reshape(x, shape=(-1,)), axis=0)
+    return _argmin(x, axis=normalize_axes(axis, len(shape_of(x)))[0])
+
+
+def sum_to_shape(g, shape):
+    """Sum ``g`` down to ``shape``, undoing NumPy broadcasting."""
+    g_shape = shape_of(g)
+    if g_shape == tuple(shape):
+        return g
+    lead = len(g_shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1
+    )
+    out = reduce_sum(g, axis=axes, keepdims=True) if axes else g
+    return reshape(out, shape=tuple(shape))

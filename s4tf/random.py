@@ -1,0 +1,91 @@
+"""Random tensors, reproducible on every backend.
+
+Numbers are drawn on the host with NumPy's PCG64 generator and then moved to
+the current backend, so a seed gives the same values on naive, cupy and xla.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dtypes
+from .creation import _from_numpy, _shape
+from .tensor import Tensor
+
+__all__ = ["generator", "get_state", "normal", "randint", "seed", "set_state", "uniform"]
+
+_generator = np.random.default_rng(0)
+
+
+def seed(n: int) -> None:
+    """Reset the global random stream.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.random.seed(0); a = s4tf.random.normal([2])
+    >>> s4tf.random.seed(0); b = s4tf.random.normal([2])
+    >>> a.tolist() == b.tolist()
+    True
+    """
+    global _generator
+    _generator = np.random.default_rng(int(n))
+
+
+def generator(seed: int | None = None) -> np.random.Generator:
+    """The NumPy generator for one draw: a fresh one for ``seed``, else the global one."""
+    return _generator if seed is None else np.random.default_rng(int(seed))
+
+
+def get_state() -> dict:
+    """The global stream's state (for checkpoints that resume exactly)."""
+    return _generator.bit_generator.state
+
+
+def set_state(state: dict) -> None:
+    """Restore a state from :func:`get_state`."""
+    _generator.bit_generator.state = state
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None) -> Tensor:
+    """Normally distributed values.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.random.normal([2, 3], seed=1).shape
+    (2, 3)
+    """
+    dtype = _dtypes.as_dtype(dtype)
+    values = generator(seed).normal(mean, stddev, size=_shape(shape))
+    return _from_numpy(values.astype(dtype.numpy), dtype)
+
+
+def uniform(shape, low=0.0, high=1.0, dtype=_dtypes.float32, seed=None) -> Tensor:
+    """Uniformly distributed values in ``[low, high)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> float(s4tf.random.uniform([100], seed=0).max()) < 1.0
+    True
+    """
+    dtype = _dtypes.as_dtype(dtype)
+    values = generator(seed).uniform(low, high, size=_shape(shape))
+    return _from_numpy(values.astype(dtype.numpy), dtype)
+
+
+def randint(low, high=None, shape=(), dtype=_dtypes.int32, seed=None) -> Tensor:
+    """Random integers in ``[low, high)`` (``[0, low)`` when ``high`` is None).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.random.randint(0, 10, shape=[5], seed=0).dtype
+    int32
+    """
+    if high is None:
+        low, high = 0, low
+    dtype = _dtypes.as_dtype(dtype)
+    values = generator(seed).integers(low, high, size=_shape(shape))
+    return _from_numpy(values.astype(dtype.numpy), dtype)

@@ -1,0 +1,374 @@
+"""Tensor: an immutable value wrapping one backend array (its "storage").
+
+Every operator and method here is a call into the op library (:mod:`s4tf.ops`),
+so tensors of every backend, and the tracers automatic differentiation wraps
+around them, share one surface.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import dtypes as _dtypes
+from .backends.base import current_backend, get_backend_object
+
+__all__ = ["Tensor"]
+
+
+def _infer_dtype(data) -> _dtypes.DType:
+    """float32 for Python floats, int32 for Python ints, NumPy's own dtype otherwise."""
+    if isinstance(data, np.ndarray | np.generic):
+        if data.dtype.kind == "U" or data.dtype == object:
+            raise TypeError(f"Tensor cannot hold {data.dtype} data; pass numbers.")
+        return _dtypes.as_dtype(data.dtype)
+    flat = data
+    while isinstance(flat, list | tuple):
+        if not flat:
+            return _dtypes.float32
+        flat = flat[0]
+    if isinstance(flat, bool | np.bool_):
+        return _dtypes.bool_
+    if isinstance(flat, numbers.Integral):
+        array = np.asarray(data)
+        return _dtypes.float32 if array.dtype.kind == "f" else _dtypes.int32
+    if isinstance(flat, numbers.Real):
+        return _dtypes.float32
+    if isinstance(flat, Tensor):
+        return flat.dtype
+    raise TypeError(
+        f"Tensor cannot be made from {type(flat).__name__} values; pass numbers, "
+        "nested lists of numbers, a NumPy array or a Tensor."
+    )
+
+
+class Tensor:
+    """An n-dimensional array with value semantics, on one backend.
+
+    Parameters
+    ----------
+    data : scalar, nested list, NumPy array or Tensor
+        Copied: a Tensor never changes after creation.
+    dtype : DType or str, optional
+        Python floats give ``float32``, ints ``int32``, bools ``bool``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> x = s4tf.Tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> (x @ x.T + 1).sum().item()
+    56.0
+    >>> x.shape, x.dtype, x.backend
+    ((2, 2), float32, 'naive')
+    """
+
+    __slots__ = ("_data", "_backend", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, data, dtype=None) -> None:
+        backend = current_backend()
+        if isinstance(data, Tensor):
+            source = data.numpy()
+            dtype = _dtypes.as_dtype(dtype) if dtype is not None else data.dtype
+            backend = data._backend
+        else:
+            dtype = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+            if isinstance(data, list | tuple):
+                data = [x.numpy() if isinstance(x, Tensor) else x for x in data]
+            source = data
+        self._data = backend.asarray(np.asarray(source, dtype=dtype.numpy), dtype)
+        self._backend = backend
+
+    @classmethod
+    def _wrap(cls, data, backend) -> Tensor:
+        """A Tensor around ``data`` without copying; for kernels' fresh outputs."""
+        tensor = object.__new__(Tensor)
+        tensor._data = data
+        tensor._backend = backend
+        return tensor
+
+    # Attributes.
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> _dtypes.DType:
+        return _dtypes.as_dtype(self._data.dtype)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    ndim = rank
+
+    @property
+    def size(self) -> int:
+        size = 1
+        for n in self.shape:
+            size *= n
+        return size
+
+    @property
+    def backend(self) -> str:
+        return self._backend.name
+
+    # Conversion.
+    def numpy(self) -> np.ndarray:
+        """A read-only NumPy array of the values (waits for pending lazy work).
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> s4tf.Tensor([1, 2]).numpy()
+        array([1, 2], dtype=int32)
+        """
+        host = np.asarray(self._backend.to_numpy(self._data))
+        view = host.view()
+        view.flags.writeable = False
+        return view
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy()
+        if dtype is not None:
+            array = array.astype(dtype)
+        return array.copy() if copy else array
+
+    def item(self):
+        """The single value of a one-element tensor, as a Python number."""
+        if self.size != 1:
+            raise ValueError(
+                f"item() needs a tensor with one element; this one has shape {self.shape}. "
+                "Index it first, e.g. t[0].item(), or use tolist()."
+            )
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        """The values as nested Python lists."""
+        return self.numpy().tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if not self.dtype.is_integer:
+            raise TypeError(f"only integer tensors can be used as an index; this one is {self.dtype}")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"The truth value of a tensor of shape {self.shape} is ambiguous; "
+                "use (t).all() / .any() style reductions, e.g. bool((t > 0).min())."
+            )
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a scalar (rank 0) tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Tensor(")
+        return f"Tensor({body}, dtype={self.dtype}, backend={self.backend})"
+
+    __hash__ = None  # type: ignore[assignment]  # elementwise == makes tensors unhashable
+
+    def __setitem__(self, key, value):
+        raise TypeError(
+            "Tensors are immutable values; build a new one instead, e.g. "
+            "s4tf.where(mask, new, t) or t + s4tf.one_hot(...) * delta."
+        )
+
+    def __reduce__(self):
+        return Tensor, (np.array(self.numpy()),)
+
+    def astype(self, dtype) -> Tensor:
+        """This tensor's values converted to ``dtype`` (differentiable between floats)."""
+        return _ops.cast(self, dtype=_dtypes.as_dtype(dtype))
+
+    def to(self, backend: str) -> Tensor:
+        """The same values on another backend (``"naive"``, ``"cupy"``, ``"xla"``).
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> s4tf.Tensor([1.0]).to("naive").backend
+        'naive'
+        """
+        target = get_backend_object(backend)
+        if target is self._backend:
+            return self
+        host = np.asarray(self.numpy())
+        return Tensor._wrap(target.asarray(host, self.dtype), target)
+
+    # Operators.
+    def __add__(self, other):
+        return _ops.add(self, other)
+
+    def __radd__(self, other):
+        return _ops.add(other, self)
+
+    def __sub__(self, other):
+        return _ops.sub(self, other)
+
+    def __rsub__(self, other):
+        return _ops.sub(other, self)
+
+    def __mul__(self, other):
+        return _ops.mul(self, other)
+
+    def __rmul__(self, other):
+        return _ops.mul(other, self)
+
+    def __truediv__(self, other):
+        return _ops.div(self, other)
+
+    def __rtruediv__(self, other):
+        return _ops.div(other, self)
+
+    def __floordiv__(self, other):
+        return _ops.floor_div(self, other)
+
+    def __rfloordiv__(self, other):
+        return _ops.floor_div(other, self)
+
+    def __mod__(self, other):
+        return _ops.mod(self, other)
+
+    def __pow__(self, other):
+        return _ops.power(self, other)
+
+    def __rpow__(self, other):
+        return _ops.power(other, self)
+
+    def __matmul__(self, other):
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _ops.matmul(other, self)
+
+    def __neg__(self):
+        return _ops.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops.abs(self)
+
+    def __invert__(self):
+        return _ops.logical_not(self)
+
+    def __and__(self, other):
+        return _ops.logical_and(self, other)
+
+    def __or__(self, other):
+        return _ops.logical_or(self, other)
+
+    def __eq__(self, other):  # type: ignore[override]
+        return _ops.equal(self, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return _ops.not_equal(self, other)
+
+    def __lt__(self, other):
+        return _ops.less(self, other)
+
+    def __le__(self, other):
+        return _ops.less_equal(self, other)
+
+    def __gt__(self, other):
+        return _ops.greater(self, other)
+
+    def __ge__(self, other):
+        return _ops.greater_equal(self, other)
+
+    def __getitem__(self, key):
+        return _ops.getitem(self, key)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # `ndarray + tensor` lands here; answer with a Tensor. Other NumPy calls on a
+        # tensor are not part of the op library (inside AD they are an error).
+        op = _ops.UFUNCS.get(ufunc.__name__)
+        if method != "__call__" or op is None or kwargs:
+            return NotImplemented
+        return op(*inputs)
+
+    # Methods with NumPy names.
+    def reshape(self, *shape) -> Tensor:
+        """This tensor with a new shape (one axis may be -1)."""
+        if len(shape) == 1 and isinstance(shape[0], list | tuple):
+            shape = tuple(shape[0])
+        return _ops.reshape(self, shape)
+
+    def transpose(self, *perm) -> Tensor:
+        """Axes permuted by ``perm`` (reversed when omitted)."""
+        if len(perm) == 1 and isinstance(perm[0], list | tuple):
+            perm = tuple(perm[0])
+        return _ops.transpose(self, perm or None)
+
+    @property
+    def T(self) -> Tensor:
+        return _ops.transpose(self, None)
+
+    def sum(self, axis=None, keepdims=False) -> Tensor:
+        return _ops.sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False) -> Tensor:
+        return _ops.mean(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False) -> Tensor:
+        return _ops.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False) -> Tensor:
+        return _ops.min(self, axis=axis, keepdims=keepdims)
+
+    def variance(self, axis=None, keepdims=False) -> Tensor:
+        return _ops.variance(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=None) -> Tensor:
+        return _ops.argmax(self, axis=axis)
+
+    def argmin(self, axis=None) -> Tensor:
+        return _ops.argmin(self, axis=axis)
+
+    def squeeze(self, axis=None) -> Tensor:
+        return _ops.squeeze(self, axis=axis)
+
+    def expand_dims(self, axis) -> Tensor:
+        return _ops.expand_dims(self, axis)
+
+    def flatten(self) -> Tensor:
+        return _ops.reshape(self, (-1,))
+
+    def clip(self, lo, hi) -> Tensor:
+        return _ops.clip(self, lo, hi)
+
+    def abs(self) -> Tensor:
+        return _ops.abs(self)
+
+    def sequenced(self, *layers):
+        """Feed this tensor through each layer in turn (S4TF's ``sequenced(through:)``).
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> s4tf.Tensor([-1.0, 2.0]).sequenced(s4tf.abs, lambda t: t * 2).tolist()
+        [2.0, 4.0]
+        """
+        value = self
+        for layer in layers:
+            value = layer(value)
+        return value
+
+
+from . import ops as _ops  # noqa: E402  (the op library is built on this class)

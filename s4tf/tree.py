@@ -1,0 +1,252 @@
+"""Pytrees: flattening any value into its tensor and float leaves, and back.
+
+Containers are lists, tuples (named ones too), dicts, :class:`s4tf.Differentiable`
+dataclasses and :class:`s4tf.State` cells. Leaves are Tensors and Python floats;
+everything else (ints, strings, callables, None) is static structure. With
+``differentiable=True`` only the values differentiation sees are leaves:
+floating tensors and floats outside ``no_derivative`` fields and State cells.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tensor import Tensor
+
+__all__ = ["TreeDef", "tree_flatten", "tree_leaves", "tree_map", "tree_unflatten"]
+
+_LEAF, _STATIC, _LIST, _TUPLE, _DICT, _NODE, _STATE = range(7)
+
+
+class TreeDef:
+    """The structure of a flattened value: rebuilds it from a list of leaves."""
+
+    __slots__ = ("kind", "meta", "children")
+
+    def __init__(self, kind, meta=None, children=()):
+        self.kind = kind
+        self.meta = meta
+        self.children = children
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == _LEAF:
+            return 1
+        return sum(child.num_leaves for child in self.children)
+
+    def unflatten(self, leaves):
+        """The value with this structure and ``leaves`` in order."""
+        iterator = iter(leaves)
+        value = self._build(iterator, tangent=False)
+        if next(iterator, _END) is not _END:
+            raise ValueError(f"too many leaves for this structure (it takes {self.num_leaves}).")
+        return value
+
+    def tangent_unflatten(self, leaves):
+        """The tangent vector of a value of this structure, from leaf tangents.
+
+        Differentiable dataclasses become their ``TangentVector`` class with only
+        the differentiable fields; ``None`` leaves stay ``None``.
+        """
+        iterator = iter(leaves)
+        return self._build(iterator, tangent=True)
+
+    def tangent_leaves(self, tangent) -> list:
+        """The leaf tangents of ``tangent``, aligned with this structure's leaves.
+
+        ``None`` (or ``0.0``, or a missing field) stands for a zero tangent.
+        """
+        out: list = []
+        self._align(tangent, out)
+        return out
+
+    def _align(self, tangent, out):
+        kind = self.kind
+        if kind == _LEAF:
+            zero = tangent is None or (type(tangent) in (float, int) and tangent == 0)
+            out.append(None if zero else tangent)
+            return
+        if kind in (_STATIC, _STATE):
+            return
+        if kind in (_LIST, _TUPLE):
+            parts = tangent if isinstance(tangent, list | tuple) else [None] * len(self.children)
+            if len(parts) != len(self.children):
+                raise ValueError(
+                    f"a tangent for a sequence of {len(self.children)} values has {len(parts)}."
+                )
+            for child, part in zip(self.children, parts):
+                child._align(part, out)
+            return
+        if kind == _DICT:
+            parts = tangent if isinstance(tangent, dict) else {}
+            for key, child in zip(self.meta, self.children):
+                child._align(parts.get(key), out)
+            return
+        cls, names, _ = self.meta
+        if tangent is not None and not _is_zero_scalar(tangent):
+            tangent_cls = cls.TangentVector
+            if not isinstance(tangent, tangent_cls):
+                raise TypeError(
+                    f"expected a {tangent_cls.__qualname__} (or None for zero), "
+                    f"got {type(tangent).__name__}."
+                )
+        for name, child in zip(names, self.children):
+            child._align(None if tangent is None or _is_zero_scalar(tangent) else getattr(tangent, name, None), out)
+
+    def _build(self, leaves, tangent):
+        kind = self.kind
+        if kind == _LEAF:
+            try:
+                return next(leaves)
+            except StopIteration:
+                raise ValueError("too few leaves for this structure.") from None
+        if kind == _STATIC:
+            return None if tangent else self.meta
+        children = [child._build(leaves, tangent) for child in self.children]
+        if kind == _LIST:
+            return children
+        if kind == _TUPLE:
+            cls = self.meta
+            if cls is tuple:
+                return tuple(children)
+            return cls(*children)
+        if kind == _DICT:
+            return dict(zip(self.meta, children))
+        if kind == _STATE:
+            return None if tangent else self.meta(children[0])
+        cls, names, static = self.meta
+        if tangent:
+            tangent_cls = cls.TangentVector
+            wanted = tangent_cls._s4tf_field_names
+            values = dict(zip(names, children))
+            return _new_instance(tangent_cls, {n: values.get(n) for n in wanted})
+        fields = dict(static)
+        fields.update(zip(names, children))
+        return _new_instance(cls, fields)
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, TreeDef)
+            and self.kind == other.kind
+            and (self.kind in (_LEAF, _STATIC) or _meta_key(self) == _meta_key(other))
+            and self.children == other.children
+        )
+
+    def __hash__(self):
+        return hash((self.kind, len(self.children)))
+
+    def __repr__(self):
+        return f"TreeDef({_KIND_NAMES[self.kind]}, leaves={self.num_leaves})"
+
+
+_END = object()
+_KIND_NAMES = ["leaf", "static", "list", "tuple", "dict", "node", "state"]
+
+
+def _is_zero_scalar(value) -> bool:
+    return type(value) in (float, int) and value == 0
+
+
+def _meta_key(treedef):
+    if treedef.kind == _NODE:
+        return treedef.meta[0], treedef.meta[1]
+    return treedef.meta
+
+
+def _new_instance(cls, fields):
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
+
+
+def _is_float(value) -> bool:
+    return isinstance(value, float) and not isinstance(value, np.bool_)
+
+
+def _flatten(value, leaves, differentiable):
+    from .differentiable import Differentiable, State
+
+    if isinstance(value, Tensor):
+        if differentiable and not value.dtype.is_floating:
+            return TreeDef(_STATIC, value)
+        leaves.append(value)
+        return TreeDef(_LEAF)
+    if _is_float(value):
+        leaves.append(value)
+        return TreeDef(_LEAF)
+    if isinstance(value, list):
+        return TreeDef(_LIST, None, tuple(_flatten(v, leaves, differentiable) for v in value))
+    if isinstance(value, tuple):
+        return TreeDef(_TUPLE, type(value), tuple(_flatten(v, leaves, differentiable) for v in value))
+    if isinstance(value, dict):
+        keys = tuple(value)
+        return TreeDef(_DICT, keys, tuple(_flatten(value[k], leaves, differentiable) for k in keys))
+    if isinstance(value, Differentiable):
+        cls = type(value)
+        names, children, static = [], [], {}
+        skip = cls._s4tf_no_derivative if differentiable else ()
+        for name in cls._s4tf_all_fields:
+            field_value = value.__dict__.get(name, _MISSING)
+            if field_value is _MISSING:
+                field_value = getattr(value, name)
+            if name in skip:
+                static[name] = field_value
+                continue
+            names.append(name)
+            children.append(_flatten(field_value, leaves, differentiable))
+        return TreeDef(_NODE, (cls, tuple(names), static), tuple(children))
+    if isinstance(value, State):
+        if differentiable:
+            return TreeDef(_STATIC, value)
+        return TreeDef(_STATE, type(value), (_flatten(value.value, leaves, differentiable),))
+    return TreeDef(_STATIC, value)
+
+
+_MISSING = object()
+
+
+def tree_flatten(value, differentiable: bool = False):
+    """``(leaves, treedef)``: the Tensor and float leaves of ``value`` and its structure.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> leaves, treedef = s4tf.tree_flatten({"a": [1.0, s4tf.ones([2])], "b": "text"})
+    >>> len(leaves), s4tf.tree_unflatten(treedef, leaves)["b"]
+    (2, 'text')
+    """
+    leaves: list = []
+    treedef = _flatten(value, leaves, differentiable)
+    return leaves, treedef
+
+
+def tree_unflatten(treedef: TreeDef, leaves):
+    """Rebuild a value from :func:`tree_flatten`'s ``treedef`` and (new) leaves."""
+    return treedef.unflatten(leaves)
+
+
+def tree_leaves(value, differentiable: bool = False) -> list:
+    """The Tensor and float leaves of ``value``, in order."""
+    return tree_flatten(value, differentiable)[0]
+
+
+def tree_map(fn, tree, *rest, differentiable: bool = False):
+    """Apply ``fn`` to every leaf (and the matching leaves of ``rest``), keeping the structure.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.tree_map(lambda a, b: a + b, [1.0, 2.0], [10.0, 20.0])
+    [11.0, 22.0]
+    """
+    leaves, treedef = tree_flatten(tree, differentiable)
+    others = []
+    for other in rest:
+        other_leaves, other_def = tree_flatten(other, differentiable)
+        if len(other_leaves) != len(leaves):
+            raise ValueError(
+                f"tree_map: the trees differ in structure ({len(leaves)} leaves vs "
+                f"{len(other_leaves)}); pass values of the same structure."
+            )
+        others.append(other_leaves)
+    return treedef.unflatten([fn(*args) for args in zip(leaves, *others)])
