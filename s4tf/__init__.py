@@ -5,7 +5,7 @@ value, copy-on-write optimizers, and one Tensor API over NumPy, CuPy and a lazy
 XLA tensor. See ``DESIGN.md`` for the contract this package keeps.
 """
 
-from . import random
+from . import datasets, random
 from .autodiff import (
     CustomDerivative, NonDifferentiableError, ZeroDerivativeWarning, derivative,
     differentiable, differential, gradient, pullback, value_with_derivative,
@@ -31,10 +31,14 @@ from .tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 __version__ = "0.1.0"
 
+# Importing the submodule s4tf.differentiable (above) rebinds that name to the module;
+# the contract's s4tf.differentiable is the custom-derivative decorator.
+from .autodiff import differentiable  # noqa: E402, F811
+
 __all__ = [
     "CustomDerivative", "DType", "Differentiable", "NonDifferentiableError", "State", "Tensor",
     "ZeroDerivativeWarning", "abs", "arange", "argmax", "argmin", "backend", "barrier",
-    "bfloat16", "bool", "broadcast_to", "cast", "ceil", "clip", "concat", "cos", "derivative",
+    "bfloat16", "bool", "broadcast_to", "datasets", "cast", "ceil", "clip", "concat", "cos", "derivative",
     "differentiable", "differential", "exp", "expand_dims", "expm1", "eye", "float16",
     "float32", "float64", "floor", "full", "gather", "get_backend", "gradient", "int32",
     "int64", "log", "log1p", "log_softmax", "logical_and", "logical_not", "logical_or",

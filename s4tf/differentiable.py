@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import typing
 
 import numpy as np
@@ -97,8 +98,6 @@ def _wrap_init(cls, init):
 
 def _register_jax_pytree(cls):
     """Register ``cls`` with JAX's pytree registry when JAX is already imported."""
-    import sys
-
     jax = sys.modules.get("jax")
     if jax is None:
         _PENDING_JAX.append(cls)
@@ -128,6 +127,41 @@ def register_pending_jax_pytrees() -> None:
 
     while _PENDING_JAX:
         _register_with(jax, _PENDING_JAX.pop())
+
+
+class _JaxImportHook:
+    """Registers pending classes right after ``import jax``, without importing it first.
+
+    Importing JAX takes a second or more, so s4tf never does it just to register
+    pytrees; instead this finder wraps JAX's loader the first time it is imported.
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "jax":
+            return None
+        import importlib.machinery
+
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _JaxImportHook)]
+            register_pending_jax_pytrees()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+if "jax" not in sys.modules:
+    sys.meta_path.insert(0, _JaxImportHook())
 
 
 class Differentiable:

@@ -86,6 +86,8 @@ _BY_NAME = {
     d.name: d for d in (float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool_)
 }
 _BY_NAME["bool_"] = bool_
+# The hot path: Tensor.dtype maps a NumPy dtype to its DType on every call.
+_BY_NUMPY = {d.numpy: d for d in _BY_NAME.values() if d.numpy.kind != "V"}
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
 
 
@@ -99,6 +101,9 @@ def as_dtype(value) -> DType:
     """
     if isinstance(value, DType):
         return value
+    found = _BY_NUMPY.get(value) if isinstance(value, np.dtype) else None
+    if found is not None:
+        return found
     if value in _PY_TYPES and isinstance(value, type):
         return _PY_TYPES[value]
     if isinstance(value, str) and value in _BY_NAME:

@@ -212,28 +212,28 @@ class Tensor:
 
     # Operators.
     def __add__(self, other):
-        return _ops.add(self, other)
+        return _add(self, other)
 
     def __radd__(self, other):
-        return _ops.add(other, self)
+        return _add(other, self)
 
     def __sub__(self, other):
-        return _ops.sub(self, other)
+        return _sub(self, other)
 
     def __rsub__(self, other):
-        return _ops.sub(other, self)
+        return _sub(other, self)
 
     def __mul__(self, other):
-        return _ops.mul(self, other)
+        return _mul(self, other)
 
     def __rmul__(self, other):
-        return _ops.mul(other, self)
+        return _mul(other, self)
 
     def __truediv__(self, other):
-        return _ops.div(self, other)
+        return _div(self, other)
 
     def __rtruediv__(self, other):
-        return _ops.div(other, self)
+        return _div(other, self)
 
     def __floordiv__(self, other):
         return _ops.floor_div(self, other)
@@ -372,3 +372,6 @@ class Tensor:
 
 
 from . import ops as _ops  # noqa: E402  (the op library is built on this class)
+
+# The arithmetic operators' hot path skips the generic argument handling.
+_add, _sub, _mul, _div = _ops.add.binary, _ops.sub.binary, _ops.mul.binary, _ops.div.binary

@@ -55,6 +55,12 @@ class Backend:
         """A Python scalar entering an op, as a 0-d array of ``dtype``."""
         return self.asarray(value, dtype)
 
+    def weak_scalar(self, value, numpy_dtype):
+        """A Python number meeting a floating array of ``numpy_dtype`` in an op."""
+        from ..dtypes import as_dtype
+
+        return self.scalar(value, as_dtype(numpy_dtype))
+
     def add_inplace(self, dst, src):
         raise NotImplementedError  # abstract: only eager backends define it
 

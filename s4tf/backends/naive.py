@@ -35,6 +35,10 @@ class ArrayModuleBackend(Backend):
     def scalar(self, value, dtype):
         return self.xp.asarray(value, dtype=dtype.numpy)
 
+    def weak_scalar(self, value, numpy_dtype):
+        # NumPy keeps a float array's dtype when a Python number meets it (weak scalar).
+        return value
+
     def add_inplace(self, dst, src):
         self.xp.add(dst, src, out=dst)
 

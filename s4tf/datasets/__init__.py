@@ -1,8 +1,8 @@
 """Data sets and batching: ``for images, labels in datasets.MNIST().training:``.
 
 Every data set has ``training`` (reshuffled on every pass, one pass per epoch)
-and ``validation`` (ordered), both yielding :class:`LabeledBatch` es of s4tf
-Tensors: images float32 NHWC in [0, 1] (unless ``normalize=``), labels int32.
+and ``validation`` (ordered), both yielding :class:`LabeledBatch` named tuples
+of s4tf Tensors: images float32 NHWC in [0, 1] (unless ``normalize=``), labels int32.
 Files live under ``$S4TF_DATA_DIR/<name>`` (default ``~/.cache/s4tf``) or an
 explicit ``root=``, under their original names; missing ones are downloaded
 with SHA-256 verification. :class:`Digits` ships with s4tf and needs nothing.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 __all__ = [
     "CorruptDataError",
@@ -297,7 +297,6 @@ def _download(url: str, remote: RemoteFile, target: Path) -> None:
             unit_scale=True,
             unit_divisor=1024,
             desc=remote.name,
-            leave=False,
         ) as bar:
             while chunk := response.read(_CHUNK):
                 out.write(chunk)

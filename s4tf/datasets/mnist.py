@@ -52,9 +52,12 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
 
     Examples
     --------
-    >>> images = read_idx("t10k-images-idx3-ubyte.gz")   # doctest: +SKIP
-    >>> images.shape, images.dtype
-    ((10000, 28, 28), dtype('uint8'))
+    >>> import gzip, os, struct, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "labels-idx1-ubyte.gz")
+    >>> with gzip.open(path, "wb") as file:   # magic: 0, 0, type uint8, 1 dimension
+    ...     _ = file.write(bytes([0, 0, 0x08, 1]) + struct.pack(">I", 3) + bytes([7, 2, 1]))
+    >>> read_idx(path)
+    array([7, 2, 1], dtype=uint8)
     """
     path = Path(path)
     try:

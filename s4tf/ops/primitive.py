@@ -26,7 +26,16 @@ from ..tensor import Tensor
 
 __all__ = ["Primitive", "primitive"]
 
-_wrap = Tensor._wrap
+_new = object.__new__
+
+
+def _wrap(data, backend) -> Tensor:
+    tensor = _new(Tensor)
+    tensor._data = data
+    tensor._backend = backend
+    return tensor
+
+
 _PY_SCALARS = (int, float, bool, np.number, np.bool_)
 
 
@@ -63,26 +72,15 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args, **params):
+        if len(args) == 2 and not params:
+            return self.binary(args[0], args[1])
         top = None
         for arg in args:
             if isinstance(arg, Tracer) and (top is None or arg._trace.level > top.level):
                 top = arg._trace
         if top is not None:
             return top.process(self, args, params)
-        if len(args) == 2:
-            x, y = args
-            if (
-                type(x) is Tensor
-                and type(y) is Tensor
-                and x._backend is y._backend
-                and x._data.dtype == y._data.dtype
-            ):
-                try:
-                    out = getattr(x._backend.kernels, self.name)(x._data, y._data, **params)
-                except (ValueError, TypeError) as error:
-                    raise self._error(args, error) from None
-                return _wrap(out, x._backend)
-        elif len(args) == 1 and type(args[0]) is Tensor:
+        if len(args) == 1 and type(args[0]) is Tensor:
             x = args[0]
             try:
                 out = getattr(x._backend.kernels, self.name)(x._data, **params)
@@ -90,6 +88,41 @@ class Primitive:
                 raise self._error(args, error) from None
             return _wrap(out, x._backend)
         return self._impl(args, params)
+
+    def binary(self, x, y):
+        """``self(x, y)`` with no static parameters: the hot path of Tensor operators.
+
+        Plain tensors of one backend and dtype, or a floating tensor and a Python
+        number, go straight to the kernel; anything else takes the general path.
+        """
+        tx, ty = type(x), type(y)
+        if tx is Tensor:
+            backend, dx = x._backend, x._data
+            if ty is Tensor:
+                dy = y._data
+                if y._backend is backend and (dy.dtype is dx.dtype or dy.dtype == dx.dtype):
+                    return self._run(backend, dx, dy, x, y)
+            elif (ty is float or ty is int) and self.promote and dx.dtype.kind == "f":
+                return self._run(backend, dx, backend.weak_scalar(y, dx.dtype), x, y)
+        elif ty is Tensor and (tx is float or tx is int) and self.promote:
+            backend, dy = y._backend, y._data
+            if dy.dtype.kind == "f":
+                return self._run(backend, backend.weak_scalar(x, dy.dtype), dy, x, y)
+        args = (x, y)
+        top = None
+        for arg in args:
+            if isinstance(arg, Tracer) and (top is None or arg._trace.level > top.level):
+                top = arg._trace
+        if top is not None:
+            return top.process(self, args, {})
+        return self._impl(args, {})
+
+    def _run(self, backend, dx, dy, x, y):
+        try:
+            out = getattr(backend.kernels, self.name)(dx, dy)
+        except (ValueError, TypeError) as error:
+            raise self._error((x, y), error) from None
+        return _wrap(out, backend)
 
     def _impl(self, args, params):
         """The general no-tracer path: mixed dtypes, Python scalars, NumPy arrays."""

@@ -7,6 +7,7 @@ from dataset_files import FakeNetwork
 
 from s4tf.datasets import download
 
+
 @pytest.fixture
 def network(monkeypatch) -> FakeNetwork:
     """No real network: every download goes through a FakeNetwork."""

@@ -4,6 +4,7 @@ import threading
 import numpy as np
 import pytest
 
+import s4tf
 from s4tf.datasets import Batches, LabeledBatch
 from s4tf.datasets.batching import _ArrayExamples
 
@@ -155,7 +156,6 @@ def test_mismatched_data_and_labels_are_refused():
 
 
 def test_iteration_yields_labeled_batches_of_s4tf_tensors():
-    s4tf = pytest.importorskip("s4tf")
     data = np.random.default_rng(0).random((9, 2, 2, 1), dtype=np.float32)
     batches = Batches.from_arrays(data, np.arange(9) % 3, 4, shuffle=True, seed=2)
     out = list(batches)

@@ -17,7 +17,7 @@ def colour_of(label: int, names) -> np.ndarray:
 
 def write_split_folders(root, train=(3, 2, 4), val=(1, 2, 1)):
     for split, counts in (("train", train), ("val", val)):
-        for (name, colour), count in zip(sorted(COLOURS.items()), counts):
+        for (name, colour), count in zip(sorted(COLOURS.items()), counts, strict=True):
             for i in range(count):
                 write_image(root / split / name / f"{i}.png", colour, size=(12 + i, 10))
 
@@ -31,7 +31,7 @@ def test_train_and_val_folders_give_labeled_float_images(tmp_path):
     images, labels = stacked(folder.training)
     assert images.shape == (9, 8, 8, 3) and images.dtype == np.float32
     assert labels.dtype == np.int32 and sorted(labels.tolist()) == [0, 0, 0, 1, 1, 2, 2, 2, 2]
-    for image, label in zip(images, labels):
+    for image, label in zip(images, labels, strict=True):
         np.testing.assert_allclose(image, np.broadcast_to(colour_of(label, folder.class_names),
                                                           image.shape), atol=1e-6)
     _, val_labels = stacked(folder.validation)
@@ -59,7 +59,7 @@ def test_greyscale_decoding(tmp_path):
     assert images.shape == (4, 4, 6, 1)
     # Pillow's luminance weights: L = 0.299 R + 0.587 G + 0.114 B.
     expected = {0: round(0.114 * 255), 1: round(0.587 * 255), 2: round(0.299 * 255)}
-    for image, label in zip(images, labels):
+    for image, label in zip(images, labels, strict=True):
         assert abs(image.mean() * 255 - expected[label]) <= 1
 
 

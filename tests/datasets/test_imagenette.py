@@ -1,3 +1,5 @@
+import tarfile
+
 import numpy as np
 import pytest
 from dataset_files import png_bytes, write_image, write_tar_gz
@@ -54,7 +56,10 @@ def test_a_truncated_archive_is_refused_and_leaves_no_half_extracted_folder(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["imagenette2-160.tgz"]
 
 
-def test_an_archive_escaping_its_folder_is_refused(tmp_path):
+@pytest.mark.parametrize("stdlib_filter", [True, False])
+def test_an_archive_escaping_its_folder_is_refused(tmp_path, monkeypatch, stdlib_filter):
+    if not stdlib_filter:  # the fallback used on Pythons without tarfile.data_filter
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
     members = archive_members()
     members["../escaped.txt"] = b"gotcha"
     write_tar_gz(tmp_path / "imagenette2-160.tgz", members)
