@@ -5,6 +5,10 @@ value, copy-on-write optimizers, and one Tensor API over NumPy, CuPy and a lazy
 XLA tensor. See ``DESIGN.md`` for the contract this package keeps.
 """
 
+# Tensor first: the op library and the AD engine are built on it.
+from .tensor import Tensor
+
+# isort: split
 from . import datasets, random
 from .autodiff import (
     CustomDerivative, NonDifferentiableError, ZeroDerivativeWarning, derivative,
@@ -30,6 +34,9 @@ from .tensor import Tensor
 from .tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 __version__ = "0.1.0"
+
+# `from .differentiable import ...` bound the submodule to this name; the decorator wins.
+from .autodiff import differentiable  # noqa: E402, F811
 
 # Importing the submodule s4tf.differentiable (above) rebinds that name to the module;
 # the contract's s4tf.differentiable is the custom-derivative decorator.

@@ -16,6 +16,8 @@ from .backends.base import current_backend, get_backend_object
 
 __all__ = ["Tensor"]
 
+_DTYPES = _dtypes._BY_NUMPY
+
 
 def _infer_dtype(data) -> _dtypes.DType:
     """float32 for Python floats, int32 for Python ints, NumPy's own dtype otherwise."""
@@ -95,7 +97,8 @@ class Tensor:
 
     @property
     def dtype(self) -> _dtypes.DType:
-        return _dtypes.as_dtype(self._data.dtype)
+        found = _DTYPES.get(self._data.dtype)
+        return found if found is not None else _dtypes.as_dtype(self._data.dtype)
 
     @property
     def rank(self) -> int:

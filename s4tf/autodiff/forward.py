@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..tensor import Tensor
+from .cotangents import IndexAdd
 from .reverse import _is_differentiable_value
 from .tracer import Trace, Tracer
 
@@ -62,8 +63,6 @@ class ForwardTrace(Trace):
             tangent = rule(tuple(tangents), *primals, out=out, **params)
         if tangent is None:
             return out
-        from ..ops.indexing import IndexAdd
-
         if isinstance(tangent, IndexAdd):
             tangent = tangent.dense(out)
         tangent = _fit(tangent, out)

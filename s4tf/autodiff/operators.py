@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from ..creation import ones_like, zeros_like
 from ..tensor import Tensor
 from ..tree import tree_flatten, tree_map
 from .diagnostics import warn_zero_derivative
@@ -55,8 +56,6 @@ def _flatten_point(point, index):
 
 def _finish(tangent, primal):
     """A zero for a missing tangent; a Python float for a float point."""
-    from ..creation import zeros_like
-
     if tangent is None:
         return 0.0 if is_float_like(primal) else zeros_like(innermost(primal))
     if is_float_like(primal) and isinstance(tangent, Tensor):
@@ -125,8 +124,6 @@ def pullback(*points, of):
 
 
 def _scalar_seed(value):
-    from ..creation import ones_like
-
     leaves = tree_flatten(value, differentiable=True)[0]
     if len(leaves) != 1 or (isinstance(leaves[0], Tensor) and leaves[0].size != 1):
         shape = leaves[0].shape if len(leaves) == 1 else f"{len(leaves)} values"
@@ -135,7 +132,10 @@ def _scalar_seed(value):
             "Reduce it (e.g. .sum() or .mean()), or use s4tf.pullback with a cotangent."
         )
     leaf = leaves[0]
-    return 1.0 if not isinstance(leaf, Tensor) else ones_like(leaf)
+    # A float result seen through an outer level is a tracer (a Tensor subclass) of a float.
+    if is_float_like(leaf):
+        return 1.0
+    return ones_like(innermost(leaf))
 
 
 @_operator
@@ -230,8 +230,6 @@ def differential(*points, of):
 
 
 def _unit_tangent(point):
-    from ..creation import ones_like
-
     leaves = tree_flatten(point, differentiable=True)[0]
     if len(leaves) != 1 or (isinstance(leaves[0], Tensor) and leaves[0].size != 1):
         raise ValueError(

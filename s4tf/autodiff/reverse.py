@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import itertools
 
+from ..creation import zeros_like
 from ..tensor import Tensor
+from .cotangents import IndexAdd
 from .tracer import Trace, Tracer, innermost
 
 __all__ = ["Node", "ReverseTrace", "ReverseTracer", "backward"]
@@ -108,8 +110,6 @@ class _Cotangents:
         return self.values.pop(id(node), None)
 
     def add(self, node, value):
-        from ..ops.indexing import IndexAdd
-
         key = id(node)
         current = self.values.get(key)
         if isinstance(value, IndexAdd):
@@ -129,8 +129,6 @@ class _Cotangents:
     def _index_add(self, node, key, current, update):
         value = _match_dtype(update.value, node.out)
         if current is None:
-            from ..creation import zeros_like
-
             current = zeros_like(node.out)
             self.values[key] = current
             self.owned.add(key)
@@ -145,8 +143,6 @@ class _Cotangents:
             current._backend.index_add_inplace(current._data, index, value._data, update.axis)
             return
         # Differentiating the backward pass itself, or a lazy backend: stay functional.
-        from ..ops.indexing import IndexAdd
-
         total = current + IndexAdd(update.index, value, update.axis).dense(node.out)
         self.values[key] = total
         self.owned.discard(key)
@@ -166,6 +162,8 @@ def _inplace_ok(current, value, shape=True) -> bool:
 
 def _match_dtype(value, like):
     """Cast a cotangent to its primal's floating dtype (mixed-precision ops)."""
+    if type(value) is Tensor and type(like) is Tensor and value._data.dtype == like._data.dtype:
+        return value
     if isinstance(value, Tensor) and isinstance(like, Tensor):
         want = like.dtype
         if want.is_floating and value.dtype != want:
@@ -174,11 +172,13 @@ def _match_dtype(value, like):
 
 
 def _unbroadcast(cotangent, arg):
+    if cotangent is None or not isinstance(cotangent, Tensor):
+        return cotangent
+    if type(cotangent) is Tensor and type(arg) is Tensor and cotangent._data.shape == arg._data.shape:
+        return cotangent
     from ..ops.reductions import sum_to_shape
     from ..ops.shapes import shape_of
 
-    if cotangent is None or not isinstance(cotangent, Tensor):
-        return cotangent
     shape = shape_of(arg)
     if cotangent.shape != shape:
         return sum_to_shape(cotangent, shape)
@@ -190,8 +190,6 @@ def backward(roots, seeds):
 
     Returns the table of cotangents; read leaves with :meth:`_Cotangents.pop`.
     """
-    from ..ops.indexing import IndexAdd
-
     table = _Cotangents()
     for root, seed in zip(roots, seeds):
         if seed is not None:

@@ -82,7 +82,8 @@ class ArrayKernels(NNKernels):
         return x ** self.xp.asarray(exponent, dtype=x.dtype)
 
     def cast(self, x, *, dtype):
-        return x.astype(dtype)
+        # Ops pass an s4tf DType (hashable, backend-neutral); array modules want their own.
+        return x.astype(getattr(dtype, "numpy", dtype))
 
     # Elementwise, two or three inputs (same dtype, NumPy broadcasting).
     def add(self, x, y):

@@ -12,36 +12,13 @@ import numbers
 
 import numpy as np
 
+from ..autodiff.cotangents import IndexAdd
 from ..tensor import Tensor
 from .elementwise import cast, equal
 from .primitive import primitive
 from .shapes import expand_dims, shape_of
 
 __all__ = ["IndexAdd", "gather", "getitem", "index_add", "one_hot", "scatter_add"]
-
-
-class IndexAdd:
-    """A cotangent that is ``value`` added at ``index`` of a zero tensor.
-
-    ``axis`` is None for a static key (ints, slices) and the gathered axis for a
-    tensor of indices.
-    """
-
-    __slots__ = ("index", "value", "axis")
-
-    def __init__(self, index, value, axis=None):
-        self.index = index
-        self.value = value
-        self.axis = axis
-
-    def dense(self, like):
-        """The functional form: ``like``'s zeros with ``value`` added at ``index``."""
-        from ..creation import zeros_like
-
-        zeros = zeros_like(like)
-        if self.axis is None:
-            return index_add(zeros, self.value, key=self.index)
-        return scatter_add(zeros, self.index, self.value, axis=self.axis)
 
 
 getitem_ = primitive(
