@@ -1,0 +1,73 @@
+"""The lazy XLA backend object: conversions in and out of lazy arrays, and the barrier."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from ..base import Backend
+from . import graph
+from .kernels import LazyKernels
+from .lazy import LazyArray
+
+__all__ = ["BACKEND", "XLABackend"]
+
+
+def _numpy_dtype(dtype) -> np.dtype:
+    return dtype.numpy if hasattr(dtype, "numpy") else np.dtype(dtype)
+
+
+class XLABackend(Backend):
+    """Lazy tensors on JAX/XLA: kernels record IR nodes, barriers compile and run them.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> with s4tf.backend("xla"):
+    ...     x = s4tf.Tensor([1.0, 2.0, 3.0])
+    ...     y = (x * x).sum()
+    >>> y.shape, y.backend          # known without running anything
+    ((), 'xla')
+    >>> float(y)                    # observing runs the pending graph
+    14.0
+    """
+
+    name = "xla"
+    supports_inplace = False
+    array_type = LazyArray
+
+    def __init__(self) -> None:
+        self.kernels = LazyKernels()
+
+    def asarray(self, value, dtype) -> LazyArray:
+        # A private copy: the device buffer may be donated later, and on CPU
+        # device_put can alias host memory that somebody else still owns.
+        host = np.array(value, dtype=_numpy_dtype(dtype), copy=True)
+        if host.size == 1:
+            return LazyArray(host.shape, host.dtype, buffer=host, host=True)
+        return LazyArray(host.shape, host.dtype, buffer=jax.device_put(host))
+
+    def scalar(self, value, dtype) -> LazyArray:
+        # Packed with the graph's inputs and hashed by dtype only: a learning rate
+        # that changes every step does not change the trace.
+        host = np.asarray(value, dtype=_numpy_dtype(dtype))
+        return LazyArray((), host.dtype, buffer=host, host=True)
+
+    def to_numpy(self, data: LazyArray) -> np.ndarray:
+        if data.op is not None:
+            graph.barrier()
+        if data.buffer is None:
+            raise RuntimeError(
+                "This xla tensor's buffer was donated to XLA at a barrier, which happens only "
+                "when no live tensor refers to it; please report how it was reached."
+            )
+        if data.host:
+            return data.buffer
+        # A copy: a host view of a device buffer would break if XLA reused the buffer.
+        return np.array(data.buffer)
+
+    def barrier(self) -> None:
+        graph.barrier()
+
+
+BACKEND = XLABackend()

@@ -1,0 +1,196 @@
+"""``s4tf.save`` and ``s4tf.load``: models as safetensors files.
+
+The file holds one tensor per parameter under its dotted field path
+(``conv1.filter``, ``blocks.0.bias``) and, in the safetensors metadata, the
+model's structure as JSON (see :mod:`s4tf.checkpoint.structure`). Writing goes
+to a temporary file in the same directory that is renamed over the target only
+when complete, so a crash never leaves a half-written checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from ..creation import _from_numpy
+from ..dtypes import as_dtype
+from ..tensor import Tensor
+from .structure import CheckpointError, decode, encode
+
+__all__ = ["load", "save"]
+
+MODEL_FORMAT = "s4tf.model/1"
+
+
+def _as_numpy(value) -> np.ndarray:
+    array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+    # np.ascontiguousarray would turn a 0-d array into shape (1,).
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def write_file(path, tensors: dict, metadata: dict) -> None:
+    """Write ``tensors`` (Tensors or arrays) and string ``metadata`` atomically."""
+    from safetensors.numpy import save as to_bytes
+
+    path = os.fspath(path)
+    data = to_bytes({k: _as_numpy(v) for k, v in tensors.items()}, metadata=metadata)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
+                                         suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def read_file(path, expected_format: str) -> tuple[dict, dict]:
+    """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
+    from safetensors import safe_open
+
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No checkpoint at {path!r}; check the path (s4tf.save writes it).")
+    try:
+        # safetensors parses a JSON header and raw little-endian buffers: it
+        # cannot run code, unlike pickle-based formats.
+        with safe_open(path, framework="numpy") as file:
+            metadata = dict(file.metadata() or {})
+            arrays = {key: file.get_tensor(key) for key in file.keys()}
+    except Exception as error:
+        raise CheckpointError(
+            f"{path!r} is not a safetensors file s4tf can read ({error}). s4tf checkpoints are "
+            "written by s4tf.save / s4tf.save_training_state; pickle files (.pt, .pkl) are "
+            "never loaded because unpickling can run arbitrary code."
+        ) from None
+    found = metadata.get("format")
+    if found != expected_format:
+        raise CheckpointError(
+            f"{path!r} holds {found or 'no s4tf format tag'!r}, expected {expected_format!r}"
+            + (" (use s4tf.load_training_state for training states)"
+               if found and found.startswith("s4tf.training_state") else "")
+            + (" (use s4tf.load for model files)" if found == MODEL_FORMAT else "")
+            + "."
+        )
+    return arrays, metadata
+
+
+def _json(metadata: dict, name: str, path):
+    try:
+        return json.loads(metadata[name])
+    except (KeyError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path!r} has a damaged {name!r} entry in its metadata ({error}).") from None
+
+
+def save(model, path) -> None:
+    """Write ``model``'s parameters and structure to the safetensors file ``path``.
+
+    Keys are dotted field paths (``conv1.filter``; list elements by index, dict
+    entries by key). The metadata records classes by qualified name, the
+    non-differentiable fields as JSON and activations by registry name, so that
+    :func:`load` can rebuild the model without ``like=``. ``State`` cells
+    (running statistics) are saved too. The write is atomic.
+
+    Examples
+    --------
+    >>> import s4tf, tempfile, os
+    >>> class Affine(s4tf.Differentiable):
+    ...     w: s4tf.Tensor
+    ...     b: float
+    >>> path = os.path.join(tempfile.mkdtemp(), "affine.safetensors")
+    >>> s4tf.save(Affine(s4tf.ones([2]), 0.5), path)
+    >>> s4tf.load(path).b
+    0.5
+    """
+    tensors: dict = {}
+    structure = encode(model, tensors)
+    write_file(path, tensors, {"format": MODEL_FORMAT, "structure": json.dumps(structure)})
+
+
+def load(path, like=None):
+    """A new model holding the weights saved in ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file written by :func:`save`.
+    like : optional
+        A model of the same structure (built by your code); the result has its
+        classes, static fields and backends and the file's weights. Every key's
+        shape and dtype is checked, and a mismatch raises a ``ValueError``
+        listing the missing, unexpected and mis-shaped keys. Without ``like``,
+        the model is rebuilt from the recorded structure; its classes must be
+        defined in the running program (nothing is imported or unpickled).
+
+    Examples
+    --------
+    >>> import s4tf, tempfile, os
+    >>> class Scale(s4tf.Differentiable):
+    ...     w: s4tf.Tensor
+    >>> path = os.path.join(tempfile.mkdtemp(), "scale.safetensors")
+    >>> s4tf.save(Scale(s4tf.Tensor([2.0, 3.0])), path)
+    >>> s4tf.load(path, like=Scale(s4tf.zeros([2]))).w.tolist()
+    [2.0, 3.0]
+    """
+    arrays, metadata = read_file(path, MODEL_FORMAT)
+    return restore(_json(metadata, "structure", path), arrays, like, path)
+
+
+def restore(structure, arrays: dict, like, path, prefix: str = ""):
+    """The value described by ``structure`` over ``arrays[prefix + key]``, checked against ``like``."""
+    if prefix:
+        arrays = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+    if like is None:
+        return decode(structure, arrays, _tensor_on_current_backend)
+    expected: dict = {}
+    objects: list = []
+    like_structure = encode(like, expected, objects=objects)
+    _check_keys(expected, arrays, path, type(like).__name__)
+
+    def make_tensor(array, key):
+        template = expected[key]
+        return _from_numpy(array, as_dtype(array.dtype), backend=template._backend)
+
+    return decode(like_structure, arrays, make_tensor, objects=objects)
+
+
+def _tensor_on_current_backend(array, key):
+    return _from_numpy(array, as_dtype(array.dtype))
+
+
+def _spec(value) -> tuple[tuple[int, ...], str]:
+    if isinstance(value, Tensor):
+        return tuple(value.shape), value.dtype.name
+    array = np.asarray(value)
+    return tuple(array.shape), array.dtype.name
+
+
+def _check_keys(expected: dict, arrays: dict, path, model_name: str) -> None:
+    missing = sorted(set(expected) - set(arrays))
+    unexpected = sorted(set(arrays) - set(expected))
+    misshaped = []
+    for key in sorted(set(expected) & set(arrays)):
+        want, got = _spec(expected[key]), _spec(arrays[key])
+        if want != got:
+            misshaped.append(f"{key}: file has {got[1]} {got[0]}, model expects {want[1]} {want[0]}")
+    if not (missing or unexpected or misshaped):
+        return
+    lines = [f"The checkpoint {os.fspath(path)!r} does not fit the {model_name} passed as like=:"]
+    if missing:
+        lines.append(f"  missing keys (in the model, not in the file): {', '.join(missing)}")
+    if unexpected:
+        lines.append(f"  unexpected keys (in the file, not in the model): {', '.join(unexpected)}")
+    if misshaped:
+        lines.append("  mis-shaped keys:\n    " + "\n    ".join(misshaped))
+    lines.append("Build like= with the same architecture and hyperparameters as the saved "
+                 "model, or load without like= to rebuild the saved one.")
+    raise CheckpointError("\n".join(lines))

@@ -1,0 +1,70 @@
+"""The densely connected layer."""
+
+from __future__ import annotations
+
+import typing
+
+from .. import dtypes as _dtypes
+from ..activations import identity
+from ..differentiable import no_derivative
+from ..initializers import glorot_uniform, zeros
+from ..ops import matmul, reshape
+from ..ops.shapes import shape_of
+from ..tensor import Tensor
+from .layer import Layer, check_input_shape
+
+__all__ = ["Dense"]
+
+
+class Dense(Layer):
+    """``activation(input @ weight + bias)``, S4TF's ``Dense``.
+
+    Parameters
+    ----------
+    input_size, output_size : int
+    activation : callable, default identity
+    use_bias : bool, default True
+        Without a bias, ``bias`` is None.
+    weight_initializer : callable, default glorot_uniform
+        ``(shape, dtype) -> Tensor``; biases start at zero.
+    dtype : DType, default float32
+
+    Fields: ``weight`` ``(input_size, output_size)`` and ``bias``
+    ``(output_size,)``. Inputs of any rank >= 1 are accepted; the last axis is
+    the feature axis.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> dense = s4tf.layers.Dense(3, 2, activation=s4tf.relu)
+    >>> dense.weight.shape, dense.bias.tolist()
+    ((3, 2), [0.0, 0.0])
+    >>> dense(s4tf.ones([4, 3])).shape
+    (4, 2)
+    """
+
+    weight: Tensor
+    bias: Tensor | None
+    activation: typing.Callable = no_derivative()
+
+    def __init__(self, input_size: int, output_size: int, activation=identity,
+                 use_bias: bool = True, weight_initializer=glorot_uniform,
+                 dtype=_dtypes.float32):
+        self.weight = weight_initializer((input_size, output_size), dtype=dtype)
+        self.bias = zeros((output_size,), dtype=dtype) if use_bias else None
+        self.activation = activation
+
+    def __call__(self, input):
+        input_size, output_size = shape_of(self.weight)
+        check_input_shape(self, input, (..., input_size),
+                          f"The last axis must be the {input_size} input features.")
+        shape = shape_of(input)
+        if len(shape) == 2:
+            out = matmul(input, self.weight)
+        else:
+            # Fold every leading axis into one batch axis: one BLAS matmul.
+            out = matmul(reshape(input, (-1, input_size)), self.weight)
+            out = reshape(out, shape[:-1] + (output_size,))
+        if self.bias is not None:
+            out = out + self.bias
+        return self.activation(out)

@@ -1,0 +1,164 @@
+"""The Layer base class, Sequential and Function.
+
+A layer is a :class:`s4tf.Differentiable` (a frozen dataclass) with a
+``__call__`` differentiable with respect to the layer and its input, as S4TF's
+``Layer`` protocol with ``callAsFunction``. The base class also wraps each
+subclass's ``__call__`` in a probe that is idle unless :func:`s4tf.summary` is
+recording, so summaries see every layer a model actually calls, in order.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import typing
+
+from ..differentiable import Differentiable, no_derivative
+from ..ops.shapes import shape_of
+
+__all__ = ["Function", "Layer", "Sequential", "check_input_shape"]
+
+_probe = threading.local()
+
+
+def _wrap_call(call):
+    @functools.wraps(call)
+    def __call__(self, *args, **kwargs):
+        records = getattr(_probe, "records", None)
+        # A subclass's __call__ calling super().__call__ is one layer call, not two.
+        if records is None or getattr(_probe, "current", None) is self:
+            return call(self, *args, **kwargs)
+        entry = {"layer": self, "depth": _probe.depth, "output": None}
+        records.append(entry)
+        outer = (_probe.depth, getattr(_probe, "current", None))
+        _probe.depth, _probe.current = outer[0] + 1, self
+        try:
+            out = call(self, *args, **kwargs)
+        finally:
+            _probe.depth, _probe.current = outer
+        entry["output"] = out
+        return out
+
+    __call__._s4tf_probe = True
+    return __call__
+
+
+class Layer(Differentiable):
+    """Base class of neural-network layers: a differentiable value you can call.
+
+    Subclasses declare typed fields (hyperparameters with
+    :func:`s4tf.no_derivative`), build them in ``__init__`` and define
+    ``__call__(input)``, which differentiation sees through with respect to
+    both the layer and the input.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> class Scale(s4tf.Layer):
+    ...     factor: s4tf.Tensor
+    ...     def __call__(self, x):
+    ...         return x * self.factor
+    >>> layer = Scale(s4tf.Tensor([2.0]))
+    >>> layer(s4tf.Tensor([3.0])).tolist()
+    [6.0]
+    >>> s4tf.gradient(layer, of=lambda m: m(s4tf.Tensor([3.0])).sum()).factor.tolist()
+    [3.0]
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        call = cls.__dict__.get("__call__")
+        if call is not None and not getattr(call, "_s4tf_probe", False):
+            cls.__call__ = _wrap_call(call)
+
+    def __call__(self, input):
+        raise TypeError(
+            f"{type(self).__name__} does not define __call__; a Layer subclass must define "
+            "__call__(self, input) returning its output."
+        )
+
+
+def _format_shape(expected) -> str:
+    parts = ["..." if d is Ellipsis else ("?" if d is None else str(d)) for d in expected]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def check_input_shape(layer, x, expected, hint: str = "") -> None:
+    """Raise ``ValueError`` unless ``x``'s shape matches ``expected``.
+
+    ``expected`` is a tuple of ints, ``None`` (any size) and at most one
+    leading ``...`` (any number of leading axes).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.layers.layer import check_input_shape
+    >>> check_input_shape(s4tf.layers.Flatten(), s4tf.zeros([2, 3]), (None, 3))
+    """
+    shape = shape_of(x)
+    dims = tuple(expected)
+    if dims and dims[0] is Ellipsis:
+        tail = dims[1:]
+        ok = len(shape) >= len(tail) and all(
+            d is None or d == n for d, n in zip(tail, shape[len(shape) - len(tail):], strict=True)
+        )
+    else:
+        ok = len(shape) == len(dims) and all(d is None or d == n for d, n in zip(dims, shape, strict=True))
+    if not ok:
+        raise ValueError(
+            f"{type(layer).__name__}: expected an input of shape {_format_shape(dims)}, got "
+            f"shape {shape}. {hint or 'Reshape the input or build the layer for this shape.'}"
+        )
+
+
+class Sequential(Layer):
+    """Layers applied one after another: ``Sequential(a, b, c)(x) == c(b(a(x)))``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf import layers
+    >>> model = layers.Sequential(layers.Dense(3, 4, activation=s4tf.relu), layers.Dense(4, 2))
+    >>> model(s4tf.ones([5, 3])).shape
+    (5, 2)
+    """
+
+    layers: list
+
+    def __init__(self, *layers):
+        if len(layers) == 1 and isinstance(layers[0], list | tuple):
+            layers = tuple(layers[0])
+        for i, layer in enumerate(layers):
+            if not callable(layer):
+                raise TypeError(
+                    f"Sequential: item {i} is a {type(layer).__name__}, not a layer; pass "
+                    "layers (or wrap a function with layers.Function(fn))."
+                )
+        self.layers = list(layers)
+
+    def __call__(self, input):
+        for layer in self.layers:
+            input = layer(input)
+        return input
+
+
+class Function(Layer):
+    """A layer made from a function without parameters (S4TF's ``Function``).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> double = s4tf.layers.Function(lambda x: x * 2)
+    >>> double(s4tf.Tensor([1.0])).tolist()
+    [2.0]
+    """
+
+    fn: typing.Callable = no_derivative()
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"Function: expected a callable, got {type(fn).__name__}.")
+        self.fn = fn
+
+    def __call__(self, input):
+        return self.fn(input)

@@ -1,0 +1,213 @@
+"""Pooling layers: Max/Avg pooling over 1-3 spatial axes, and global pools.
+
+Thin layers over :mod:`s4tf.nn` (TF semantics: "same" average pooling excludes
+the padding from each window's count). They have no parameters.
+"""
+
+from __future__ import annotations
+
+import typing
+
+from .. import nn
+from ..differentiable import no_derivative
+from .convolutional import check_padding, expand
+from .layer import Layer, check_input_shape
+
+__all__ = [
+    "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D",
+    "GlobalAvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPool3D", "MaxPool1D",
+    "MaxPool2D", "MaxPool3D",
+]
+
+
+def _check_rank(layer, input, n):
+    check_input_shape(layer, input, (None,) * (n + 2),
+                      f"Inputs are channels-last: (batch, {n} spatial axes, channels).")
+
+
+class _Pool(Layer):
+    pool_size: tuple = no_derivative()
+    strides: tuple = no_derivative()
+    padding: str = no_derivative()
+
+    _rank: typing.ClassVar[int] = 0
+    _kind: typing.ClassVar[str] = ""
+
+    def __init__(self, pool_size, strides=None, padding: str = "valid"):
+        name, n = type(self).__name__, self._rank
+        self.pool_size = expand(pool_size, n, "pool_size", name)
+        self.strides = self.pool_size if strides is None else expand(strides, n, "strides", name)
+        self.padding = check_padding(padding, name)
+
+    def __call__(self, input):
+        _check_rank(self, input, self._rank)
+        pool = getattr(nn, f"{self._kind}_pool{self._rank}d")
+        return pool(input, pool_size=self.pool_size, strides=self.strides, padding=self.padding)
+
+
+class MaxPool1D(_Pool):
+    """Maximum over windows of ``(batch, width, channels)``.
+
+    ``MaxPool1D(pool_size, strides=None, padding="valid")``; ``strides``
+    defaults to ``pool_size``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.MaxPool1D(pool_size=2)(s4tf.ones([1, 6, 3])).shape
+    (1, 3, 3)
+    """
+
+    _rank, _kind = 1, "max"
+
+
+class MaxPool2D(_Pool):
+    """Maximum over windows of NHWC inputs; a tie splits the derivative evenly.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.MaxPool2D(pool_size=(2, 2), strides=(2, 2))(s4tf.ones([1, 4, 4, 3])).shape
+    (1, 2, 2, 3)
+    """
+
+    _rank, _kind = 2, "max"
+
+
+class MaxPool3D(_Pool):
+    """Maximum over windows of NDHWC inputs.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.MaxPool3D(pool_size=2)(s4tf.ones([1, 4, 4, 4, 2])).shape
+    (1, 2, 2, 2, 2)
+    """
+
+    _rank, _kind = 3, "max"
+
+
+class AvgPool1D(_Pool):
+    """Mean over windows of ``(batch, width, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.AvgPool1D(pool_size=2, padding="same")(s4tf.ones([1, 5, 3])).shape
+    (1, 3, 3)
+    """
+
+    _rank, _kind = 1, "avg"
+
+
+class AvgPool2D(_Pool):
+    """Mean over windows of NHWC inputs ("same" excludes padding from the count).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.AvgPool2D(pool_size=(2, 2), strides=(2, 2))(s4tf.ones([1, 28, 28, 6])).shape
+    (1, 14, 14, 6)
+    """
+
+    _rank, _kind = 2, "avg"
+
+
+class AvgPool3D(_Pool):
+    """Mean over windows of NDHWC inputs.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.AvgPool3D(pool_size=2)(s4tf.ones([1, 4, 4, 4, 2])).shape
+    (1, 2, 2, 2, 2)
+    """
+
+    _rank, _kind = 3, "avg"
+
+
+class _GlobalPool(Layer):
+    _rank: typing.ClassVar[int] = 0
+    _kind: typing.ClassVar[str] = ""
+
+    def __call__(self, input):
+        _check_rank(self, input, self._rank)
+        return getattr(nn, f"global_{self._kind}_pool{self._rank}d")(input)
+
+
+class GlobalAvgPool1D(_GlobalPool):
+    """Mean over the width axis: ``(batch, width, channels) -> (batch, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.GlobalAvgPool1D()(s4tf.ones([2, 5, 3])).shape
+    (2, 3)
+    """
+
+    _rank, _kind = 1, "avg"
+
+
+class GlobalAvgPool2D(_GlobalPool):
+    """Mean over height and width: NHWC ``-> (batch, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.GlobalAvgPool2D()(s4tf.ones([2, 4, 4, 3])).shape
+    (2, 3)
+    """
+
+    _rank, _kind = 2, "avg"
+
+
+class GlobalAvgPool3D(_GlobalPool):
+    """Mean over the three spatial axes: NDHWC ``-> (batch, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.GlobalAvgPool3D()(s4tf.ones([2, 2, 2, 2, 3])).shape
+    (2, 3)
+    """
+
+    _rank, _kind = 3, "avg"
+
+
+class GlobalMaxPool1D(_GlobalPool):
+    """Maximum over the width axis: ``(batch, width, channels) -> (batch, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.GlobalMaxPool1D()(s4tf.ones([2, 5, 3])).shape
+    (2, 3)
+    """
+
+    _rank, _kind = 1, "max"
+
+
+class GlobalMaxPool2D(_GlobalPool):
+    """Maximum over height and width: NHWC ``-> (batch, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.GlobalMaxPool2D()(s4tf.ones([2, 4, 4, 3])).shape
+    (2, 3)
+    """
+
+    _rank, _kind = 2, "max"
+
+
+class GlobalMaxPool3D(_GlobalPool):
+    """Maximum over the three spatial axes: NDHWC ``-> (batch, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.layers.GlobalMaxPool3D()(s4tf.ones([2, 2, 2, 2, 3])).shape
+    (2, 3)
+    """
+
+    _rank, _kind = 3, "max"

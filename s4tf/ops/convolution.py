@@ -1,0 +1,322 @@
+"""Convolutions: one N-dimensional primitive and its two transposes, as TF has them.
+
+``conv(x, w)`` is bilinear, so its derivatives close over three primitives:
+
+====================  ==============================  ==============================
+primitive             cotangent of argument 1         cotangent of argument 2
+====================  ==============================  ==============================
+conv(x, w)            conv_backprop_input(g, w)       conv_backprop_filter(x, g)
+conv_backprop_input   conv(a, w)                      conv_backprop_filter(a, g)
+  (g, w)
+conv_backprop_filter  conv_backprop_input(g, v)       conv(x, v)
+  (x, g)
+====================  ==============================  ==============================
+
+and each JVP is the op itself applied to one tangent at a time. Derivatives of
+derivatives are therefore convolutions again, to any order. Transposed
+convolutions *are* ``conv_backprop_input`` (as TF's ``conv2d_transpose``), and
+depthwise convolution is ``conv`` with one channel group per input channel.
+"""
+
+from __future__ import annotations
+
+from .primitive import primitive
+from .shapes import reshape, shape_of
+from .window_geometry import check_input, expand, explicit_padding, output_size, transposed_size
+
+__all__ = ["conv1d", "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d",
+           "conv3d_transpose", "depthwise_conv2d"]
+
+
+def _describe(args, error):
+    shapes = " and ".join(str(shape_of(a)) for a in args)
+    return f"convolution failed on operands of shapes {shapes}: {error}"
+
+
+conv_ = primitive(
+    "conv",
+    promote=True,
+    describe=_describe,
+    vjp=(lambda g, x, w, out, **p: conv_backprop_input_(g, w, input_shape=shape_of(x), **p),
+         lambda g, x, w, out, **p: conv_backprop_filter_(x, g, filter_shape=shape_of(w), **p)),
+    jvp=(lambda t, x, w, out, **p: conv_(t, w, **p),
+         lambda t, x, w, out, **p: conv_(x, t, **p)),
+)
+conv_backprop_input_ = primitive(
+    "conv_backprop_input",
+    promote=True,
+    describe=_describe,
+    vjp=(lambda a, g, w, out, input_shape, **p: conv_(a, w, **p),
+         lambda a, g, w, out, input_shape, **p:
+             conv_backprop_filter_(a, g, filter_shape=shape_of(w), **p)),
+    jvp=(lambda t, g, w, out, input_shape, **p:
+             conv_backprop_input_(t, w, input_shape=input_shape, **p),
+         lambda t, g, w, out, input_shape, **p:
+             conv_backprop_input_(g, t, input_shape=input_shape, **p)),
+)
+conv_backprop_filter_ = primitive(
+    "conv_backprop_filter",
+    promote=True,
+    describe=_describe,
+    vjp=(lambda v, x, g, out, filter_shape, **p:
+             conv_backprop_input_(g, v, input_shape=shape_of(x), **p),
+         lambda v, x, g, out, filter_shape, **p: conv_(x, v, **p)),
+    jvp=(lambda t, x, g, out, filter_shape, **p:
+             conv_backprop_filter_(t, g, filter_shape=filter_shape, **p),
+         lambda t, x, g, out, filter_shape, **p:
+             conv_backprop_filter_(x, t, filter_shape=filter_shape, **p)),
+)
+
+
+def _check_filter(w, n, op, what):
+    shape = shape_of(w)
+    if len(shape) != n + 2:
+        raise ValueError(f"{op}: the filter must have rank {n + 2}, {what}; got shape {shape}.")
+    return shape
+
+
+def _convolve(x, w, n, strides, padding, dilations, groups, op):
+    """Check arguments, resolve TF padding and apply the ``conv`` primitive."""
+    x_shape = check_input(x, n, op)
+    w_shape = shape_of(w)
+    strides = expand(strides, n, "strides", op)
+    dilations = expand(dilations, n, "dilations", op)
+    if w_shape[-2] * groups != x_shape[-1] or w_shape[-1] % groups:
+        raise ValueError(
+            f"{op}: the input has {x_shape[-1]} channels (shape {x_shape}) but the filter of "
+            f"shape {w_shape} expects {w_shape[-2] * groups}; the filter's second-to-last axis "
+            "is the input channel count. Fix the filter shape or the input."
+        )
+    pads = explicit_padding(x_shape[1:-1], w_shape[:-2], strides, dilations, padding, op)
+    return conv_(x, w, strides=strides, padding=pads, dilations=dilations, groups=groups)
+
+
+_LAYOUTS = {1: "(width, in, out)", 2: "(height, width, in, out)",
+            3: "(depth, height, width, in, out)"}
+
+
+def _make_conv(n):
+    op = f"conv{n}d"
+
+    def conv(input, filter, strides=(1,) * n, padding="valid", dilations=(1,) * n):
+        _check_filter(filter, n, op, _LAYOUTS[n])
+        return _convolve(input, filter, n, strides, padding, dilations, 1, op)
+
+    conv.__name__ = conv.__qualname__ = op
+    return conv
+
+
+conv1d = _make_conv(1)
+conv1d.__doc__ = """1-D convolution (TF's cross-correlation) of NWC ``input`` with a ``(w, in, out)`` filter.
+
+Parameters
+----------
+input : Tensor
+    ``(batch, width, in_channels)``.
+filter : Tensor
+    ``(width, in_channels, out_channels)``.
+strides, dilations : int or tuple of 1 int
+padding : {"valid", "same"}
+    TF semantics: "same" gives ``ceil(width / stride)`` outputs, the odd padding
+    element after.
+
+Returns
+-------
+Tensor
+    ``(batch, out_width, out_channels)``.
+
+Examples
+--------
+>>> import s4tf
+>>> s4tf.nn.conv1d(s4tf.ones([1, 5, 2]), s4tf.ones([3, 2, 4]), padding="same").shape
+(1, 5, 4)
+"""
+conv2d = _make_conv(2)
+conv2d.__doc__ = """2-D convolution of NHWC ``input`` with an HWIO filter, as S4TF's ``conv2D``.
+
+Parameters
+----------
+input : Tensor
+    ``(batch, height, width, in_channels)``.
+filter : Tensor
+    ``(height, width, in_channels, out_channels)``.
+strides, dilations : int or tuple of 2 ints
+padding : {"valid", "same"}
+    TF semantics: "same" gives ``ceil(size / stride)`` outputs per axis, the odd
+    padding element after.
+
+Returns
+-------
+Tensor
+    ``(batch, out_height, out_width, out_channels)``.
+
+Examples
+--------
+>>> import s4tf
+>>> x, w = s4tf.ones([2, 28, 28, 1]), s4tf.ones([5, 5, 1, 6])
+>>> s4tf.nn.conv2d(x, w, padding="same").shape
+(2, 28, 28, 6)
+>>> s4tf.nn.conv2d(x, w, strides=2).shape
+(2, 12, 12, 6)
+"""
+conv3d = _make_conv(3)
+conv3d.__doc__ = """3-D convolution of NDHWC ``input`` with a ``(d, h, w, in, out)`` filter.
+
+Parameters
+----------
+input : Tensor
+    ``(batch, depth, height, width, in_channels)``.
+filter : Tensor
+    ``(depth, height, width, in_channels, out_channels)``.
+strides, dilations : int or tuple of 3 ints
+padding : {"valid", "same"}
+
+Returns
+-------
+Tensor
+    ``(batch, out_depth, out_height, out_width, out_channels)``.
+
+Examples
+--------
+>>> import s4tf
+>>> s4tf.nn.conv3d(s4tf.ones([1, 4, 4, 4, 1]), s4tf.ones([2, 2, 2, 1, 3])).shape
+(1, 3, 3, 3, 3)
+"""
+
+
+def _transposed(x, w, n, output_shape, strides, padding, dilations, op):
+    x_shape = check_input(x, n, op)
+    w_shape = _check_filter(w, n, op, _LAYOUTS[n].replace("in, out", "out, in"))
+    strides = expand(strides, n, "strides", op)
+    dilations = expand(dilations, n, "dilations", op)
+    if w_shape[-1] != x_shape[-1]:
+        raise ValueError(
+            f"{op}: the input has {x_shape[-1]} channels (shape {x_shape}) but the filter of "
+            f"shape {w_shape} expects {w_shape[-1]}; a transposed convolution's filter is "
+            "(..., out_channels, in_channels). Fix the filter shape or the input."
+        )
+    window = w_shape[:-2]
+    if output_shape is None:
+        spatial = tuple(transposed_size(size, k, s, d, padding, op)
+                        for size, k, s, d in zip(x_shape[1:-1], window, strides, dilations, strict=True))
+    else:
+        given = tuple(int(v) for v in output_shape)
+        if len(given) == n + 2:
+            if given[0] != x_shape[0] or given[-1] != w_shape[-2]:
+                raise ValueError(
+                    f"{op}: output_shape {given} must have the input's batch size {x_shape[0]} "
+                    f"and the filter's output channels {w_shape[-2]} (filter shape {w_shape})."
+                )
+            given = given[1:-1]
+        if len(given) != n:
+            raise ValueError(
+                f"{op}: output_shape must list {n} spatial sizes or the full rank-{n + 2} shape; "
+                f"got {tuple(output_shape)}."
+            )
+        spatial = given
+    # The forward convolution of the output must give back the input's spatial shape.
+    pads = explicit_padding(spatial, window, strides, dilations, padding, op)
+    expected = tuple(output_size(size, k, s, d, padding.lower())
+                     for size, k, s, d in zip(spatial, window, strides, dilations, strict=True))
+    if expected != tuple(x_shape[1:-1]):
+        raise ValueError(
+            f"{op}: an output of spatial shape {spatial} convolved with strides {strides} and "
+            f"{padding!r} padding has spatial shape {expected}, not the input's "
+            f"{tuple(x_shape[1:-1])}; pass a consistent output_shape (or None to infer it)."
+        )
+    input_shape = (x_shape[0],) + spatial + (w_shape[-2],)
+    return conv_backprop_input_(x, w, input_shape=input_shape, strides=strides, padding=pads,
+                                dilations=dilations, groups=1)
+
+
+def _make_transposed(n):
+    op = f"conv{n}d_transpose"
+
+    def conv_transpose(input, filter, output_shape=None, strides=(1,) * n, padding="valid",
+                       dilations=(1,) * n):
+        return _transposed(input, filter, n, output_shape, strides, padding, dilations, op)
+
+    conv_transpose.__name__ = conv_transpose.__qualname__ = op
+    return conv_transpose
+
+
+_TRANSPOSED_DOC = """Transposed {n}-D convolution (the gradient of ``conv{n}d`` w.r.t. its input).
+
+Parameters
+----------
+input : Tensor
+    ``(batch, *spatial, in_channels)``.
+filter : Tensor
+    ``{layout}``, as S4TF's ``TransposedConv{n}D``.
+output_shape : tuple of ints, optional
+    The full output shape or its {n} spatial sizes; when None, TF/Keras's rule:
+    ``size * stride`` ("same") or ``size * stride + max(window - stride, 0)``
+    ("valid"), with the dilated window.
+strides, dilations : int or tuple of {n} ints
+padding : {{"valid", "same"}}
+    The padding of the forward convolution this transposes.
+
+Returns
+-------
+Tensor
+    ``(batch, *output_spatial, out_channels)``.
+
+Examples
+--------
+>>> import s4tf
+>>> x = s4tf.ones([1{ones}, 3])
+>>> s4tf.nn.conv{n}d_transpose(x, s4tf.ones({filt}), strides=2, padding="same").shape
+{result}
+"""
+conv1d_transpose = _make_transposed(1)
+conv1d_transpose.__doc__ = _TRANSPOSED_DOC.format(
+    n=1, layout="(width, out, in)", ones=", 4", filt="[3, 2, 3]", result="(1, 8, 2)")
+conv2d_transpose = _make_transposed(2)
+conv2d_transpose.__doc__ = _TRANSPOSED_DOC.format(
+    n=2, layout="(height, width, out, in)", ones=", 4, 4", filt="[3, 3, 2, 3]",
+    result="(1, 8, 8, 2)")
+conv3d_transpose = _make_transposed(3)
+conv3d_transpose.__doc__ = _TRANSPOSED_DOC.format(
+    n=3, layout="(depth, height, width, out, in)", ones=", 2, 2, 2", filt="[3, 3, 3, 2, 3]",
+    result="(1, 4, 4, 4, 2)")
+
+
+def depthwise_conv2d(input, filter, strides=(1, 1), padding="valid", dilations=(1, 1)):
+    """Depthwise 2-D convolution: each input channel convolved with its own filters.
+
+    Parameters
+    ----------
+    input : Tensor
+        ``(batch, height, width, in_channels)``.
+    filter : Tensor
+        ``(height, width, in_channels, multiplier)``.
+    strides, dilations : int or tuple of 2 ints
+    padding : {"valid", "same"}
+
+    Returns
+    -------
+    Tensor
+        ``(batch, out_height, out_width, in_channels * multiplier)``; output channel
+        ``c * multiplier + m`` comes from input channel ``c`` and filter ``[..., c, m]``
+        (TF's ordering).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> y = s4tf.nn.depthwise_conv2d(s4tf.ones([1, 5, 5, 3]), s4tf.ones([3, 3, 3, 2]))
+    >>> y.shape
+    (1, 3, 3, 6)
+    """
+    op = "depthwise_conv2d"
+    x_shape = check_input(input, 2, op)
+    w_shape = _check_filter(filter, 2, op, "(height, width, in_channels, multiplier)")
+    if w_shape[2] != x_shape[-1]:
+        raise ValueError(
+            f"{op}: the input has {x_shape[-1]} channels (shape {x_shape}) but the filter of "
+            f"shape {w_shape} is for {w_shape[2]}; the filter is (height, width, in_channels, "
+            "multiplier)."
+        )
+    channels = x_shape[-1]
+    # (h, w, C, M) -> (h, w, 1, C * M): one group per channel, outputs c * M + m.
+    grouped = reshape(filter, w_shape[:2] + (1, channels * w_shape[3]))
+    return _convolve(input, grouped, 2, strides, padding, dilations, channels, op)

@@ -1,0 +1,186 @@
+"""Pooling with TF semantics: max and average windows, and global pools.
+
+Max pooling is piecewise linear in its input, so its derivatives close over two
+primitives (besides ``max_pool`` itself, the fast forward):
+
+=========================  ===========================  =========================
+primitive                  cotangent of ``x``           tangent (JVP)
+=========================  ===========================  =========================
+max_pool(x)                max_pool_scatter(x, g)       max_pool_select(x, t)
+max_pool_select(x, v)      (v:) max_pool_scatter(x, a)  max_pool_select(x, t_v)
+max_pool_scatter(x, g)     (g:) max_pool_select(x, a)   max_pool_scatter(x, t_g)
+=========================  ===========================  =========================
+
+``x`` only chooses the positions (the first maximum of each window, as TF's
+MaxPoolGrad), so no rule flows into it from select/scatter. Average pooling is
+``window_sum(x) / count`` where ``count`` excludes padding (TF's "same");
+``window_sum`` and ``window_sum_transpose`` are each other's VJP.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .primitive import primitive
+from .reductions import max as _reduce_max
+from .reductions import mean as _reduce_mean
+from .shapes import shape_of
+from .window_geometry import check_input, expand, explicit_padding
+
+__all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "global_avg_pool1d", "global_avg_pool2d",
+           "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d", "global_max_pool3d",
+           "max_pool1d", "max_pool2d", "max_pool3d"]
+
+max_pool_scatter_ = primitive(
+    "max_pool_scatter",
+    promote=True,
+    vjp=(None, lambda a, x, g, out, **p: max_pool_select_(x, a, **p)),
+    jvp=(None, lambda t, x, g, out, **p: max_pool_scatter_(x, t, **p)),
+)
+max_pool_select_ = primitive(
+    "max_pool_select",
+    promote=True,
+    vjp=(None, lambda a, x, v, out, **p: max_pool_scatter_(x, a, **p)),
+    jvp=(None, lambda t, x, v, out, **p: max_pool_select_(x, t, **p)),
+)
+max_pool_ = primitive(
+    "max_pool",
+    vjp=lambda g, x, out, **p: max_pool_scatter_(x, g, **p),
+    jvp=lambda t, x, out, **p: max_pool_select_(x, t, **p),
+)
+window_sum_transpose_ = primitive(
+    "window_sum_transpose",
+    vjp=lambda a, g, out, input_shape, **p: window_sum_(a, **p),
+    jvp=lambda t, g, out, input_shape, **p: window_sum_transpose_(t, input_shape=input_shape, **p),
+)
+window_sum_ = primitive(
+    "window_sum",
+    vjp=lambda g, x, out, **p: window_sum_transpose_(g, input_shape=shape_of(x), **p),
+    jvp=lambda t, x, out, **p: window_sum_(t, **p),
+)
+
+
+def _geometry(x, n, pool_size, strides, padding, op):
+    shape = check_input(x, n, op)
+    window = expand(pool_size, n, "pool_size", op)
+    strides = window if strides is None else expand(strides, n, "strides", op)
+    pads = explicit_padding(shape[1:-1], window, strides, (1,) * n, padding, op)
+    return shape, window, strides, pads
+
+
+def _counts(spatial, window, strides, pads):
+    """How many real (unpadded) elements each output window covers, ``(1, *out, 1)``."""
+    per_axis = []
+    for size, k, s, (lo, hi) in zip(spatial, window, strides, pads, strict=True):
+        starts = np.arange(0, size + lo + hi - k + 1, s) - lo
+        per_axis.append(np.minimum(starts + k, size) - np.maximum(starts, 0))
+    counts = per_axis[0]
+    for axis in per_axis[1:]:
+        counts = np.multiply.outer(counts, axis)
+    return counts.reshape((1,) + counts.shape + (1,))
+
+
+def _max_pool(x, n, pool_size, strides, padding, op):
+    _, window, strides, pads = _geometry(x, n, pool_size, strides, padding, op)
+    return max_pool_(x, window=window, strides=strides, padding=pads)
+
+
+def _avg_pool(x, n, pool_size, strides, padding, op):
+    shape, window, strides, pads = _geometry(x, n, pool_size, strides, padding, op)
+    total = window_sum_(x, window=window, strides=strides, padding=pads)
+    if not any(lo or hi for lo, hi in pads):
+        return total / float(np.prod(window))
+    # TF's "same" average divides by the real elements only: a constant per position.
+    counts = _counts(shape[1:-1], window, strides, pads)
+    backend = x._backend
+    return total / Tensor._wrap(backend.asarray(counts, x.dtype), backend)
+
+
+def _make_pool(kind, n):
+    op = f"{kind}_pool{n}d"
+    impl = _max_pool if kind == "max" else _avg_pool
+
+    def pool(input, pool_size, strides=None, padding="valid"):
+        return impl(input, n, pool_size, strides, padding, op)
+
+    pool.__name__ = pool.__qualname__ = op
+    return pool
+
+
+_POOL_DOC = """{title} pooling over {n}-D windows of channels-last ``input`` (TF semantics).
+
+Parameters
+----------
+input : Tensor
+    ``(batch, *spatial, channels)`` with {n} spatial axes.
+pool_size : int or tuple of {n} ints
+strides : int or tuple of {n} ints, optional
+    Defaults to ``pool_size`` (non-overlapping windows).
+padding : {{"valid", "same"}}
+    {padding}
+
+Returns
+-------
+Tensor
+    ``(batch, *out_spatial, channels)``.
+
+Examples
+--------
+>>> import s4tf
+>>> x = s4tf.reshape(s4tf.arange(16.0), ({shape}))
+>>> s4tf.nn.{kind}_pool{n}d(x, {pool}, {pool}).reshape(-1).tolist()
+{result}
+"""
+_MAX_PADDING = ('"same" pads with -inf; the derivative goes to the first maximum of '
+                "each window.")
+_AVG_PADDING = '"same" divides by the count of real elements, excluding the padding.'
+
+max_pool1d, max_pool2d, max_pool3d = (_make_pool("max", n) for n in (1, 2, 3))
+avg_pool1d, avg_pool2d, avg_pool3d = (_make_pool("avg", n) for n in (1, 2, 3))
+_EXAMPLES = {
+    1: ("1, 16, 1", "4", {"max": "[3.0, 7.0, 11.0, 15.0]", "avg": "[1.5, 5.5, 9.5, 13.5]"}),
+    2: ("1, 4, 4, 1", "2", {"max": "[5.0, 7.0, 13.0, 15.0]", "avg": "[2.5, 4.5, 10.5, 12.5]"}),
+    3: ("1, 2, 2, 4, 1", "2", {"max": "[13.0, 15.0]", "avg": "[6.5, 8.5]"}),
+}
+for _fn in (max_pool1d, max_pool2d, max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d):
+    _kind, _n = _fn.__name__[:3], int(_fn.__name__[-2])
+    _shape, _pool, _results = _EXAMPLES[_n]
+    _fn.__doc__ = _POOL_DOC.format(
+        title="Max" if _kind == "max" else "Average", n=_n, kind=_kind, shape=_shape,
+        pool=_pool, result=_results[_kind],
+        padding=_MAX_PADDING if _kind == "max" else _AVG_PADDING)
+
+
+def _make_global(kind, n):
+    op = f"global_{kind}_pool{n}d"
+    reduce = _reduce_max if kind == "max" else _reduce_mean
+
+    def pool(input):
+        check_input(input, n, op)
+        return reduce(input, axis=tuple(range(1, n + 1)))
+
+    pool.__name__ = pool.__qualname__ = op
+    pool.__doc__ = f"""{'Maximum' if kind == 'max' else 'Mean'} over all {n} spatial axes.
+
+    Parameters
+    ----------
+    input : Tensor
+        ``(batch, *spatial, channels)`` with {n} spatial axes.
+
+    Returns
+    -------
+    Tensor
+        ``(batch, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.nn.{op}(s4tf.ones([2{', 3' * n}, 4])).shape
+    (2, 4)
+    """
+    return pool
+
+
+global_avg_pool1d, global_avg_pool2d, global_avg_pool3d = (_make_global("avg", n) for n in (1, 2, 3))
+global_max_pool1d, global_max_pool2d, global_max_pool3d = (_make_global("max", n) for n in (1, 2, 3))

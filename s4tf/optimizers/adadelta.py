@@ -1,0 +1,67 @@
+"""AdaDelta (S4TF's rule: steps scaled by running averages of squared steps and gradients)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import non_negative, unit_interval
+from .optimizer import Optimizer
+
+__all__ = ["AdaDelta"]
+
+
+class AdaDelta(Optimizer):
+    """AdaDelta, as Swift for TensorFlow's.
+
+    ``lr_t = learning_rate / (1 + decay * t)``;
+    ``average_squared = rho * average_squared + (1 - rho) * grad**2``;
+    ``step = grad * sqrt(accumulated_delta + epsilon) / sqrt(average_squared + epsilon)``;
+    ``param -= lr_t * step``;
+    ``accumulated_delta = rho * accumulated_delta + (1 - rho) * step**2``.
+
+    Parameters
+    ----------
+    model : Differentiable
+    learning_rate, rho, epsilon, decay : float
+        Defaults ``1``, ``0.95``, ``1e-6``, ``0``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> opt = s4tf.optimizers.AdaDelta([1.0])
+    >>> round(opt.update([1.0], [2.0])[0], 4)
+    0.9955
+    """
+
+    state_names = ("average_squared", "accumulated_delta")
+    hyperparameters = ("learning_rate", "rho", "epsilon", "decay")
+
+    def __init__(self, model, learning_rate: float = 1.0, rho: float = 0.95,
+                 epsilon: float = 1e-6, decay: float = 0.0) -> None:
+        non_negative("AdaDelta", learning_rate=learning_rate, epsilon=epsilon, decay=decay)
+        unit_interval("AdaDelta", rho=rho)
+        self.learning_rate, self.rho, self.epsilon, self.decay = learning_rate, rho, epsilon, decay
+        super().__init__(model)
+
+    def step_constants(self, step: int) -> dict:
+        return {"lr": self.learning_rate / (1 + self.decay * step)}
+
+    def update_parameter(self, param, grad, state, constants) -> None:
+        rho, eps = self.rho, self.epsilon
+        average, delta = state["average_squared"], state["accumulated_delta"]
+        step = np.multiply(grad, grad, out=np.empty_like(param))
+        step *= 1 - rho
+        average *= rho
+        average += step
+        np.add(delta, eps, out=step)
+        np.sqrt(step, out=step)
+        step *= grad
+        scratch = np.add(average, eps, out=np.empty_like(param))
+        np.sqrt(scratch, out=scratch)
+        step /= scratch
+        np.multiply(step, constants["lr"], out=scratch)
+        param -= scratch
+        np.multiply(step, step, out=step)
+        step *= 1 - rho
+        delta *= rho
+        delta += step

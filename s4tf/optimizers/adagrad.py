@@ -1,0 +1,59 @@
+"""AdaGrad (S4TF's rule: a running sum of squared gradients divides the step)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import non_negative
+from .optimizer import Optimizer
+
+__all__ = ["AdaGrad"]
+
+
+class AdaGrad(Optimizer):
+    """AdaGrad, as Swift for TensorFlow's.
+
+    ``accumulator += grad**2`` (starting at ``initial_accumulator_value``),
+    ``param -= learning_rate * grad / (sqrt(accumulator) + epsilon)``.
+
+    Parameters
+    ----------
+    model : Differentiable
+    learning_rate, initial_accumulator_value, epsilon : float
+        Defaults ``1e-3``, ``0.1``, ``1e-8``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> opt = s4tf.optimizers.AdaGrad([1.0], learning_rate=0.1)
+    >>> round(opt.update([1.0], [2.0])[0], 4)
+    0.9012
+    """
+
+    state_names = ("accumulator",)
+    hyperparameters = ("learning_rate", "initial_accumulator_value", "epsilon")
+
+    def __init__(self, model, learning_rate: float = 1e-3, initial_accumulator_value: float = 0.1,
+                 epsilon: float = 1e-8) -> None:
+        non_negative("AdaGrad", learning_rate=learning_rate,
+                     initial_accumulator_value=initial_accumulator_value)
+        self.learning_rate = learning_rate
+        self.initial_accumulator_value = initial_accumulator_value
+        self.epsilon = epsilon
+        super().__init__(model)
+
+    def initial_state(self, name, shape, dtype):
+        return np.full(shape, self.initial_accumulator_value, dtype)
+
+    def step_constants(self, step: int) -> dict:
+        return {"lr": self.learning_rate}
+
+    def update_parameter(self, param, grad, state, constants) -> None:
+        accumulator = state["accumulator"]
+        tmp = np.multiply(grad, grad, out=np.empty_like(param))
+        accumulator += tmp
+        np.sqrt(accumulator, out=tmp)
+        tmp += self.epsilon
+        np.divide(grad, tmp, out=tmp)
+        tmp *= constants["lr"]
+        param -= tmp

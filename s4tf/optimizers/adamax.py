@@ -1,0 +1,61 @@
+"""AdaMax: Adam with the infinity norm (S4TF's rule)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import non_negative, unit_interval
+from .optimizer import Optimizer
+
+__all__ = ["AdaMax"]
+
+
+class AdaMax(Optimizer):
+    """AdaMax, as Swift for TensorFlow's.
+
+    ``lr_t = learning_rate / (1 + decay * t)``, ``step_size = lr_t / (1 - beta1**t)``;
+    ``first = beta1 * first + (1 - beta1) * grad``;
+    ``infinity_norm = max(beta2 * infinity_norm, |grad|)``;
+    ``param -= step_size * first / (infinity_norm + epsilon)``.
+
+    Parameters
+    ----------
+    model : Differentiable
+    learning_rate, beta1, beta2, epsilon, decay : float
+        Defaults ``0.002``, ``0.9``, ``0.999``, ``1e-8``, ``0``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> opt = s4tf.optimizers.AdaMax([1.0], learning_rate=0.1)
+    >>> round(opt.update([1.0], [2.0])[0], 4)
+    0.9
+    """
+
+    state_names = ("first_moments", "infinity_norm")
+    hyperparameters = ("learning_rate", "beta1", "beta2", "epsilon", "decay")
+
+    def __init__(self, model, learning_rate: float = 0.002, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-8, decay: float = 0.0) -> None:
+        non_negative("AdaMax", learning_rate=learning_rate, decay=decay)
+        unit_interval("AdaMax", beta1=beta1, beta2=beta2)
+        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
+        self.epsilon, self.decay = epsilon, decay
+        super().__init__(model)
+
+    def step_constants(self, step: int) -> dict:
+        lr = self.learning_rate / (1 + self.decay * step)
+        return {"step_size": lr / (1 - self.beta1**step)}
+
+    def update_parameter(self, param, grad, state, constants) -> None:
+        first, norm = state["first_moments"], state["infinity_norm"]
+        scratch = np.multiply(grad, 1 - self.beta1, out=np.empty_like(param))
+        first *= self.beta1
+        first += scratch
+        norm *= self.beta2
+        np.abs(grad, out=scratch)
+        np.maximum(norm, scratch, out=norm)
+        np.add(norm, self.epsilon, out=scratch)
+        np.divide(first, scratch, out=scratch)
+        scratch *= constants["step_size"]
+        param -= scratch

@@ -1,0 +1,63 @@
+"""Stochastic gradient descent with momentum, Nesterov momentum and decay (S4TF's SGD)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import non_negative
+from .optimizer import Optimizer
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, as Swift for TensorFlow's ``SGD``.
+
+    At step ``t`` (from 1): ``lr_t = learning_rate / (1 + decay * t)``,
+    ``velocity = momentum * velocity - lr_t * grad``, and the parameter moves by
+    ``velocity`` (or by ``momentum * velocity - lr_t * grad`` with ``nesterov``).
+
+    Parameters
+    ----------
+    model : Differentiable
+        The model whose structure the optimizer is made for.
+    learning_rate, momentum, decay : float
+        Defaults ``0.01``, ``0``, ``0``.
+    nesterov : bool
+        Nesterov momentum (default ``False``).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> opt = s4tf.optimizers.SGD([s4tf.ones([2])], learning_rate=0.5, momentum=0.9)
+    >>> opt.update([s4tf.ones([2])], [s4tf.ones([2])])[0].tolist()
+    [0.5, 0.5]
+    """
+
+    state_names = ("velocity",)
+    hyperparameters = ("learning_rate", "momentum", "decay")
+
+    def __init__(self, model, learning_rate: float = 0.01, momentum: float = 0.0,
+                 nesterov: bool = False, decay: float = 0.0) -> None:
+        non_negative("SGD", learning_rate=learning_rate, momentum=momentum, decay=decay)
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.nesterov = bool(nesterov)
+        self.decay = decay
+        super().__init__(model)
+
+    def step_constants(self, step: int) -> dict:
+        return {"lr": self.learning_rate / (1 + self.decay * step), "momentum": self.momentum}
+
+    def update_parameter(self, param, grad, state, constants) -> None:
+        lr, momentum = constants["lr"], constants["momentum"]
+        velocity = state["velocity"]
+        scaled_grad = np.multiply(grad, lr, out=np.empty_like(param))  # the one temporary
+        velocity *= momentum
+        velocity -= scaled_grad
+        if self.nesterov:
+            param -= scaled_grad
+            np.multiply(velocity, momentum, out=scaled_grad)
+            param += scaled_grad
+        else:
+            param += velocity

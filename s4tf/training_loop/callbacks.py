@@ -1,0 +1,243 @@
+"""Callbacks: code the training loop runs at its events.
+
+Events, in order: ``fit_start``, then per epoch ``epoch_start``, per batch
+``batch_start``, ``update_start`` (after the gradient, before the optimizer
+update; it may replace the gradient), ``batch_end``, then ``epoch_end`` (after
+validation, with the epoch's logs) and finally ``fit_end``. Any callback may
+stop training by setting ``loop.stop_training = True``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+
+from ..checkpoint import save, save_training_state
+from ..tensor import Tensor
+from ..tree import tree_map
+
+__all__ = ["CSVLogger", "Callback", "EarlyStopping", "LearningRateScheduler", "ModelCheckpoint"]
+
+
+class Callback:
+    """Base class: override the events you need; each default does nothing.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> class StopAfterTenSteps(s4tf.callbacks.Callback):
+    ...     def on_batch_end(self, loop, batch, loss):
+    ...         if loop.step >= 10:
+    ...             loop.stop_training = True
+    """
+
+    def on_fit_start(self, loop, model) -> None:
+        """Training is about to start with ``model``."""
+
+    def on_epoch_start(self, loop, epoch: int) -> None:
+        """Epoch ``epoch`` (counted from 0) starts."""
+
+    def on_batch_start(self, loop, batch: int) -> None:
+        """Batch ``batch`` of the epoch starts; ``loop.step`` counts all batches."""
+
+    def on_update_start(self, loop, gradients):
+        """The gradient is known and the update is next; return a new gradient to replace it."""
+        return None
+
+    def on_batch_end(self, loop, batch: int, loss: Tensor) -> None:
+        """The update of batch ``batch`` is done; ``loss`` is its (unread) loss tensor."""
+
+    def on_epoch_end(self, loop, epoch: int, logs: dict, model) -> None:
+        """Epoch ``epoch`` ended; ``logs`` maps metric names (``val_`` for validation) to floats."""
+
+    def on_fit_end(self, loop, model):
+        """Training ended; return a model to make :meth:`TrainingLoop.fit` return it instead."""
+        return None
+
+
+class CSVLogger(Callback):
+    """Append one row per epoch (epoch number and every metric) to a CSV file.
+
+    Examples
+    --------
+    >>> import s4tf, tempfile, os
+    >>> logger = s4tf.callbacks.CSVLogger(os.path.join(tempfile.mkdtemp(), "log.csv"))
+    """
+
+    def __init__(self, path, append: bool = False):
+        self.path = os.fspath(path)
+        self.append = append
+        self._columns: list[str] | None = None
+
+    def on_fit_start(self, loop, model) -> None:
+        self._columns = None
+        if not self.append and os.path.exists(self.path):
+            os.remove(self.path)
+
+    def on_epoch_end(self, loop, epoch, logs, model) -> None:
+        new_file = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+        if self._columns is None:
+            self._columns = ["epoch", *logs]
+        with open(self.path, "a", newline="") as file:
+            writer = csv.writer(file)
+            if new_file:
+                writer.writerow(self._columns)
+            writer.writerow([epoch + 1, *(logs.get(c, "") for c in self._columns[1:])])
+
+
+def _improved(value: float, best: float, mode: str, min_delta: float) -> bool:
+    if math.isnan(value):
+        return False
+    if mode == "min":
+        return value < best - min_delta
+    return value > best + min_delta
+
+
+def _mode_for(monitor: str, mode: str) -> str:
+    if mode not in ("auto", "min", "max"):
+        raise ValueError(f"mode must be 'auto', 'min' or 'max'; received mode={mode!r}.")
+    if mode != "auto":
+        return mode
+    return "max" if "acc" in monitor else "min"
+
+
+def _monitored(logs: dict, monitor: str, who: str) -> float:
+    if monitor not in logs:
+        raise KeyError(
+            f"{who} monitors {monitor!r}, but the epoch's logs hold only {sorted(logs)}. "
+            "Pass a validation set for val_ metrics, or monitor one of those names."
+        )
+    return logs[monitor]
+
+
+class ModelCheckpoint(Callback):
+    """Save the model (or a resumable training state) at the end of epochs.
+
+    Parameters
+    ----------
+    path : str
+        File to write; may contain ``{epoch}`` (1-based) and metric names, e.g.
+        ``"ckpt/lenet-{epoch:02d}-{val_accuracy:.3f}.safetensors"``.
+    save_best_only : bool
+        Only save when ``monitor`` improved.
+    monitor, mode : str
+        What "best" means (``mode="auto"``: larger is better for accuracies).
+    training_state : bool
+        Write :func:`s4tf.save_training_state` (model, optimizer, epoch, random
+        state) instead of :func:`s4tf.save`, so training can resume from the file.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> saver = s4tf.callbacks.ModelCheckpoint("lenet-{epoch}.safetensors")
+    """
+
+    def __init__(self, path, save_best_only: bool = False, monitor: str = "val_loss",
+                 mode: str = "auto", training_state: bool = False):
+        self.path = os.fspath(path)
+        self.save_best_only = save_best_only
+        self.monitor = monitor
+        self.mode = _mode_for(monitor, mode)
+        self.training_state = training_state
+        self.best = math.inf if self.mode == "min" else -math.inf
+        self.saved: list[str] = []
+
+    def on_epoch_end(self, loop, epoch, logs, model) -> None:
+        if self.save_best_only:
+            value = _monitored(logs, self.monitor, "ModelCheckpoint")
+            if not _improved(value, self.best, self.mode, 0.0):
+                return
+            self.best = value
+        path = self.path.format(epoch=epoch + 1, **logs)
+        if self.training_state:
+            save_training_state(path, model, loop.optimizer, epoch=epoch + 1)
+        else:
+            save(model, path)
+        self.saved.append(path)
+
+
+class EarlyStopping(Callback):
+    """Stop training when ``monitor`` has not improved for ``patience`` epochs.
+
+    With ``restore_best=True`` the loop returns the best model seen (a copy of
+    it is kept, so updates of the live model cannot be in place while it is).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> stop = s4tf.callbacks.EarlyStopping(monitor="val_loss", patience=2)
+    """
+
+    def __init__(self, monitor: str = "val_loss", patience: int = 0, min_delta: float = 0.0,
+                 mode: str = "auto", restore_best: bool = False):
+        if patience < 0:
+            raise ValueError(f"patience must be >= 0 epochs; received patience={patience!r}.")
+        self.monitor = monitor
+        self.patience = patience
+        self.min_delta = abs(min_delta)
+        self.mode = _mode_for(monitor, mode)
+        self.restore_best = restore_best
+
+    def on_fit_start(self, loop, model) -> None:
+        self.best = math.inf if self.mode == "min" else -math.inf
+        self.wait = 0
+        self.best_epoch = None
+        self.stopped_epoch = None
+        self._best_model = None
+
+    def on_epoch_end(self, loop, epoch, logs, model) -> None:
+        value = _monitored(logs, self.monitor, "EarlyStopping")
+        if _improved(value, self.best, self.mode, self.min_delta):
+            self.best, self.wait, self.best_epoch = value, 0, epoch
+            if self.restore_best:
+                # Copies, not references: the live model may then still update in place.
+                self._best_model = tree_map(
+                    lambda leaf: leaf + 0 if isinstance(leaf, Tensor) else leaf, model)
+            return
+        self.wait += 1
+        if self.wait > self.patience:
+            self.stopped_epoch = epoch
+            loop.stop_training = True
+
+    def on_fit_end(self, loop, model):
+        best, self._best_model = self._best_model, None
+        return best
+
+
+class LearningRateScheduler(Callback):
+    """Set ``optimizer.learning_rate`` from a schedule before every step or epoch.
+
+    Parameters
+    ----------
+    schedule : callable
+        ``schedule(count) -> float``: an ``s4tf.optimizers.schedules`` object
+        or any function of the step (``per="step"``, counted over the whole
+        run from 0) or of the epoch (``per="epoch"``, from 0).
+    per : str
+        ``"step"`` (default) or ``"epoch"``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> warmup = s4tf.callbacks.LearningRateScheduler(lambda step: min(1.0, step / 100) * 1e-3)
+    """
+
+    def __init__(self, schedule, per: str = "step"):
+        if not callable(schedule):
+            raise TypeError(f"schedule must be callable(count) -> float; received {schedule!r}.")
+        if per not in ("step", "epoch"):
+            raise ValueError(f"per must be 'step' or 'epoch'; received per={per!r}.")
+        self.schedule = schedule
+        self.per = per
+
+    def _set(self, loop, count: int) -> None:
+        loop.optimizer.learning_rate = float(self.schedule(count))
+
+    def on_epoch_start(self, loop, epoch) -> None:
+        if self.per == "epoch":
+            self._set(loop, epoch)
+
+    def on_batch_start(self, loop, batch) -> None:
+        if self.per == "step":
+            self._set(loop, loop.step)

@@ -1,0 +1,224 @@
+"""``s4tf.TrainingLoop``: fit a model with progress bars, metrics and callbacks.
+
+The loop owns the one reference to the model while it trains, so
+``model = optimizer.update(model, gradients)`` can write the parameters in
+place (copy-on-write, DESIGN 1.6): no alias of the model is kept in a local
+variable, on the loop object or in a closure while the update runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from tqdm.auto import tqdm
+
+from ..autodiff import value_with_gradient, without_derivative
+from ..backends.base import barrier
+from ..learning_phase import inference, training
+from .callbacks import Callback
+from .metrics import Metric, make_metric
+
+__all__ = ["TrainingLoop"]
+
+_DISPLAY_SECONDS = 0.5  # how often the bar reads the running metrics (a device sync)
+
+
+def _loss_caller(loss: Callable) -> Callable:
+    """Call ``loss`` with the keywords it takes: logits/labels or predicted/expected."""
+    try:
+        parameters = inspect.signature(loss).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    if "logits" in parameters and "labels" in parameters:
+        return lambda output, labels: loss(logits=output, labels=labels)
+    if "predicted" in parameters and "expected" in parameters:
+        return lambda output, labels: loss(predicted=output, expected=labels)
+    return lambda output, labels: loss(output, labels)
+
+
+def _format(logs: dict) -> dict:
+    return {k: f"{v:.4f}" for k, v in logs.items()}
+
+
+class TrainingLoop:
+    """Train a model on batches, with validation, progress bars and callbacks.
+
+    Parameters
+    ----------
+    training : iterable of (data, labels)
+        Iterated once per epoch (``dataset.training``; a
+        :class:`s4tf.datasets.Batches` is told the epoch number, so a resumed
+        run shuffles exactly as the uninterrupted one).
+    validation : iterable of (data, labels), optional
+        Evaluated in the inference phase after every epoch (``val_`` logs).
+    optimizer
+        An s4tf optimizer: ``model = optimizer.update(model, gradients)``.
+    loss : callable
+        ``loss(logits=, labels=)`` (e.g. ``s4tf.softmax_cross_entropy``),
+        ``loss(predicted=, expected=)``, or ``loss(output, labels)``; returns a
+        scalar tensor.
+    metrics : sequence
+        ``"loss"``, ``"accuracy"``, :class:`Metric` instances or
+        ``(name, fn(output, labels))`` pairs.
+    callbacks : sequence of Callback
+    progress : bool
+        Show tqdm bars (running metrics are read at most twice a second).
+
+    Attributes
+    ----------
+    epoch, step : int
+        The current epoch (from 0) and the number of updates so far.
+    history : list of dict
+        Every finished epoch's logs.
+    stop_training : bool
+        Set it (from a callback) to stop after the current batch.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf import datasets, layers, optimizers
+    >>> data = datasets.Digits(batch_size=64, seed=0)
+    >>> model = layers.Sequential(layers.Flatten(), layers.Dense(64, 10))
+    >>> loop = s4tf.TrainingLoop(training=data.training, validation=data.validation,
+    ...                          optimizer=optimizers.Adam(model, learning_rate=1e-2),
+    ...                          loss=s4tf.softmax_cross_entropy, progress=False)
+    >>> model = loop.fit(model, epochs=2)
+    >>> loop.history[-1]["val_accuracy"] > 0.8
+    True
+    """
+
+    def __init__(self, *, training: Iterable, validation: Iterable | None = None, optimizer,
+                 loss: Callable, metrics: Sequence = ("loss", "accuracy"),
+                 callbacks: Sequence[Callback] = (), progress: bool = True):
+        if not callable(loss):
+            raise TypeError(f"loss must be a function such as s4tf.softmax_cross_entropy; "
+                            f"received {loss!r}.")
+        if not hasattr(optimizer, "update"):
+            raise TypeError(f"optimizer must have update(model, gradients) (an s4tf optimizer); "
+                            f"received {optimizer!r}.")
+        for callback in callbacks:
+            if not isinstance(callback, Callback):
+                raise TypeError(f"callbacks must be s4tf.callbacks.Callback instances; received "
+                                f"{callback!r}. Subclass Callback and override its on_* methods.")
+        self.training = training
+        self.validation = validation
+        self.optimizer = optimizer
+        self.loss = loss
+        self._call_loss = _loss_caller(loss)
+        self.metrics: list[Metric] = [make_metric(m) for m in metrics]
+        # Separate accumulators, so validating never disturbs the running training metrics.
+        self._validation_metrics: list[Metric] = [copy.copy(m) for m in self.metrics]
+        self.callbacks = list(callbacks)
+        self.progress = progress
+        self.epoch = 0
+        self.step = 0
+        self.history: list[dict] = []
+        self.stop_training = False
+
+    def fit(self, model, epochs: int, *, initial_epoch: int = 0):
+        """Train ``model`` for epochs ``initial_epoch .. epochs - 1`` and return it.
+
+        ``initial_epoch`` resumes a run: pass the epoch that
+        :func:`s4tf.load_training_state` returned.
+        """
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"epochs must be a positive int; received epochs={epochs!r}.")
+        if not 0 <= initial_epoch <= epochs:
+            raise ValueError(f"initial_epoch must be in [0, epochs={epochs}]; received "
+                             f"initial_epoch={initial_epoch!r}.")
+        self.stop_training = False
+        self._fire("on_fit_start", model)
+        for epoch in range(initial_epoch, epochs):
+            self.epoch = epoch
+            for metric in self.metrics:
+                metric.reset()
+            self._fire("on_epoch_start", epoch)
+            if hasattr(self.training, "epoch"):
+                self.training.epoch = epoch  # the shuffle order of pass ``epoch``
+            bar = tqdm(self.training, desc=f"Epoch {epoch + 1}/{epochs}", leave=True,
+                       disable=not self.progress, total=_length(self.training), unit="batch")
+            shown = time.monotonic()
+            for batch, (data, labels) in enumerate(bar):
+                self._fire("on_batch_start", batch)
+                with training():
+                    loss_value, output, gradients = self._gradient(model, data, labels)
+                for callback in self.callbacks:
+                    replaced = callback.on_update_start(self, gradients)
+                    if replaced is not None:
+                        gradients = replaced
+                # ``model`` is this frame's only reference: the update may be in place.
+                model = self.optimizer.update(model, gradients)
+                del gradients
+                barrier()
+                self.step += 1
+                for metric in self.metrics:
+                    metric.update(loss_value, output, labels)
+                del output
+                self._fire("on_batch_end", batch, loss_value)
+                if self.progress and time.monotonic() - shown > _DISPLAY_SECONDS:
+                    bar.set_postfix(_format(self._results(self.metrics)), refresh=False)
+                    shown = time.monotonic()
+                if self.stop_training:
+                    break
+            logs = self._results(self.metrics)
+            if self.validation is not None:
+                logs.update({f"val_{k}": v for k, v in self.evaluate(model, self.validation).items()})
+            bar.set_postfix(_format(logs))
+            bar.close()
+            self.history.append(logs)
+            self._fire("on_epoch_end", epoch, logs, model)
+            if self.stop_training:
+                break
+        for callback in self.callbacks:
+            replaced = callback.on_fit_end(self, model)
+            if replaced is not None:
+                model = replaced
+        return model
+
+    def _gradient(self, model, data, labels):
+        kept = {}
+
+        def objective(m):
+            output = m(data)
+            kept["output"] = without_derivative(output)  # a plain tensor, no tape
+            return self._call_loss(output, labels)
+
+        loss_value, gradients = value_with_gradient(model, of=objective)
+        return without_derivative(loss_value), kept.pop("output"), gradients
+
+    def evaluate(self, model, batches: Iterable) -> dict:
+        """Metrics of ``model`` over ``batches`` in the inference phase.
+
+        Examples
+        --------
+        >>> # loop.evaluate(model, data.validation) -> {"loss": 0.21, "accuracy": 0.94}
+        """
+        metrics = self._validation_metrics or [make_metric("loss")]
+        for metric in metrics:
+            metric.reset()
+        with inference():
+            for data, labels in tqdm(batches, desc="validation", leave=False,
+                                     disable=not self.progress, total=_length(batches)):
+                output = model(data)
+                loss_value = self._call_loss(output, labels)
+                for metric in metrics:
+                    metric.update(loss_value, output, labels)
+        return self._results(metrics)
+
+    def _results(self, metrics: list[Metric]) -> dict:
+        return {metric.name: metric.result() for metric in metrics}
+
+    def _fire(self, event: str, *args) -> None:
+        for callback in self.callbacks:
+            getattr(callback, event)(self, *args)
+
+
+def _length(iterable) -> int | None:
+    try:
+        return len(iterable)
+    except TypeError:
+        return None
+

@@ -1,0 +1,113 @@
+"""A representative op suite and its gradients on every backend, compared with naive."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import s4tf
+
+# One test line runs many different graphs on purpose: not a recompilation problem.
+pytestmark = pytest.mark.filterwarnings("ignore::s4tf.xla.RecompilationWarning")
+
+RNG = np.random.default_rng(0)
+A = RNG.normal(size=(3, 4))
+B = RNG.normal(size=(4, 5))
+C = RNG.normal(size=(3, 4))
+P = RNG.uniform(0.5, 2.0, size=(3, 4))
+IMG = RNG.normal(size=(2, 6, 6, 3))
+FILTER = RNG.normal(size=(3, 3, 3, 4))
+IDX = np.array([2, 0, 2], dtype=np.int32)
+
+# name -> (function of tensors, inputs): every function returns a tensor.
+CASES = {
+    "elementwise": (lambda a, c: s4tf.tanh(a) * s4tf.exp(c) - s4tf.sigmoid(a) / (1.5 + c * c), (A, C)),
+    "unary_math": (lambda p: s4tf.log(p) + s4tf.sqrt(p) + s4tf.rsqrt(p) + s4tf.sin(p) ** 3, (P,)),
+    "scalars": (lambda a: 2.0 * a - 0.5 / (a * a + 1.0) + a ** 2, (A,)),
+    "max_min_where": (lambda a, c: s4tf.where(a > c, s4tf.maximum(a, c), s4tf.minimum(a, 0.1)), (A, C)),
+    "reductions": (lambda a: a.sum(axis=0) + a.mean(axis=0) * a.max(axis=0) - a.min(axis=0), (A,)),
+    "keepdims": (lambda a: a - a.mean(axis=1, keepdims=True), (A,)),
+    "logsumexp": (lambda a: s4tf.reduce_logsumexp(a, axis=1), (A,)),
+    "shape_ops": (lambda a: a.reshape(2, 6).T.reshape(-1)[::2].expand_dims(0).squeeze(0), (A,)),
+    "slicing": (lambda a: a[1:, :3] * a[:2, 1:], (A,)),
+    "gather": (lambda a: a[IDX] + s4tf.gather(a, IDX, axis=0), (A,)),
+    "gather_axis1": (lambda a: s4tf.gather(a, [3, 3, 0], axis=1), (A,)),
+    "matmul": (lambda a, b: a @ b, (A, B)),
+    "softmax": (lambda a: s4tf.softmax(a) + s4tf.log_softmax(a, axis=0), (A,)),
+    "concat_pad": (lambda a, c: s4tf.pad(s4tf.concat([a, c], axis=1), [(1, 0), (0, 2)]), (A, C)),
+    "stack_split": (lambda a, c: s4tf.stack(s4tf.split(a + c, 2, axis=1), axis=0), (A, C)),
+    "conv_pool": (
+        lambda x, w: s4tf.nn.avg_pool2d(
+            s4tf.nn.max_pool2d(s4tf.nn.conv2d(x, w, padding="same"), pool_size=2, strides=1),
+            pool_size=2, strides=2),
+        (IMG, FILTER),
+    ),
+}
+
+
+def _on(backend_name, arrays):
+    with s4tf.backend(backend_name):
+        return [s4tf.Tensor(a) for a in arrays]
+
+
+def _scalar_loss(fn):
+    def loss(*xs):
+        y = fn(*xs)
+        return (y * y).sum()
+
+    return loss
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_values_match_naive(backend, case):
+    fn, arrays = CASES[case]
+    expected = fn(*_on("naive", arrays)).numpy()
+    got = fn(*_on(backend, arrays))
+    assert got.backend == backend
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gradients_match_naive(backend, case):
+    fn, arrays = CASES[case]
+    loss = _scalar_loss(fn)
+    expected = s4tf.gradient(*_on("naive", arrays), of=loss)
+    got = s4tf.gradient(*_on(backend, arrays), of=loss)
+    if len(arrays) == 1:
+        expected, got = (expected,), (got,)
+    for e, g in zip(expected, got, strict=True):
+        assert g.backend == backend
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("case", ["elementwise", "matmul", "softmax", "slicing"])
+def test_forward_mode_matches_naive(backend, case):
+    fn, arrays = CASES[case]
+    tangents = [np.ones_like(a) for a in arrays]
+
+    def run(name):
+        points = _on(name, arrays)
+        ts = _on(name, tangents)
+        df = s4tf.differential(*points, of=fn)
+        return df(*ts) if len(points) > 1 else df(ts[0])
+
+    np.testing.assert_allclose(run(backend).numpy(), run("naive").numpy(), rtol=1e-9, atol=1e-9)
+
+
+def test_float32_stays_float32(backend):
+    x = s4tf.Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    y = (x @ x.T * 0.5).sum(axis=1)
+    assert y.dtype == s4tf.float32
+    np.testing.assert_allclose(y.numpy(), [9.5, 32.0], rtol=1e-6)
+
+
+def test_integer_ops_match_naive(backend):
+    def fn(x):
+        return (x * 3 - 1) // 2 % 5, x.argmax(axis=1), (x > 2).sum()
+
+    expected = fn(*_on("naive", [np.arange(12, dtype=np.int32).reshape(3, 4)]))
+    got = fn(*_on(backend, [np.arange(12, dtype=np.int32).reshape(3, 4)]))
+    for e, g in zip(expected, got, strict=True):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g.numpy(), e.numpy())

@@ -1,0 +1,108 @@
+"""The trace cache: training steps compile during warm-up only; what recompiles and warns."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import s4tf
+
+pytest.importorskip("jax")
+
+
+class MLP(s4tf.Differentiable):
+    w1: s4tf.Tensor
+    b1: s4tf.Tensor
+    w2: s4tf.Tensor
+    b2: s4tf.Tensor
+
+    def __call__(self, x):
+        h = s4tf.tanh(x @ self.w1 + self.b1)
+        return h @ self.w2 + self.b2
+
+
+def _model():
+    rng = np.random.default_rng(1)
+    return MLP(
+        w1=s4tf.Tensor(rng.normal(size=(8, 16)) * 0.3, dtype=s4tf.float32),
+        b1=s4tf.zeros([16]),
+        w2=s4tf.Tensor(rng.normal(size=(16, 4)) * 0.3, dtype=s4tf.float32),
+        b2=s4tf.zeros([4]),
+    )
+
+
+def _batch(n, seed):
+    rng = np.random.default_rng(seed)
+    x = s4tf.Tensor(rng.normal(size=(n, 8)), dtype=s4tf.float32)
+    labels = rng.integers(0, 4, size=n)
+    return x, s4tf.one_hot(labels, 4)
+
+
+def _loss(model, x, y):
+    return -(s4tf.log_softmax(model(x)) * y).sum(axis=1).mean()
+
+
+def _train(steps, lr_of=lambda i: 0.1, batch_of=lambda i: 32):
+    model = _model()
+    losses = []
+    for i in range(steps):
+        x, y = _batch(batch_of(i), i)
+        loss, grads = s4tf.value_with_gradient(model, of=lambda m, x=x, y=y: _loss(m, x, y))
+        model = model.moved(along=grads * -lr_of(i))
+        s4tf.barrier()
+        losses.append(loss)
+    return model, [float(v) for v in losses]
+
+
+@pytest.fixture(autouse=True)
+def fresh_metrics():
+    s4tf.barrier()
+    s4tf.xla.reset_metrics()
+    import s4tf.backends.xla.compiler as compiler
+
+    compiler.clear_cache()
+
+
+def test_training_steps_compile_during_warmup_only_and_match_naive():
+    naive_model, naive_losses = _train(12)
+    with s4tf.backend("xla"):
+        lazy_model, lazy_losses = _train(12)
+    m = s4tf.xla.metrics()
+    assert m["compiles"] <= 3, m
+    assert m["cache_hits"] >= 12 - m["compiles"]
+    np.testing.assert_allclose(lazy_losses, naive_losses, rtol=1e-5)
+    np.testing.assert_allclose(lazy_model.w1.numpy(), naive_model.w1.numpy(), rtol=1e-5, atol=1e-6)
+    # Each step's old parameters are donated (nothing else holds them).
+    assert m["donated_buffers"] >= 4 * 8
+
+
+def test_changing_learning_rate_does_not_recompile():
+    with s4tf.backend("xla"):
+        _train(4)
+        warm = s4tf.xla.metrics()["compiles"]
+        s4tf.xla.reset_metrics()
+        _, losses = _train(6, lr_of=lambda i: 0.1 / (1 + i))
+    assert s4tf.xla.metrics()["compiles"] == 0 < warm
+    naive = _train(6, lr_of=lambda i: 0.1 / (1 + i))[1]
+    np.testing.assert_allclose(losses, naive, rtol=1e-5)
+
+
+def test_changed_batch_shape_compiles_once_more_without_warning():
+    with s4tf.backend("xla"):
+        _train(4)
+        warm = s4tf.xla.metrics()["compiles"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", s4tf.xla.RecompilationWarning)
+            _train(4, batch_of=lambda i: 32 if i < 3 else 20)  # a smaller last batch
+    assert s4tf.xla.metrics()["compiles"] == warm + 1
+
+
+def test_shapes_that_keep_changing_warn_and_name_the_change(monkeypatch):
+    import s4tf.backends.xla.metrics as xla_metrics
+
+    monkeypatch.setattr(xla_metrics, "WARN_AFTER", 2)  # fewer compiles: a faster test
+    with s4tf.backend("xla"):
+        with pytest.warns(s4tf.xla.RecompilationWarning, match=r"input shapes changed \(.*\(\d+, 8\) -> \(\d+, 8\)"):
+            _train(4, batch_of=lambda i: 8 + i)

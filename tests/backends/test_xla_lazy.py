@@ -1,0 +1,184 @@
+"""The eager illusion of the lazy backend: shapes, printing, control flow, switching."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import s4tf
+
+pytest.importorskip("jax")
+
+from s4tf.backends import base  # noqa: E402
+from s4tf.backends.xla import graph  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fresh_metrics():
+    s4tf.barrier()
+    s4tf.xla.reset_metrics()
+    yield
+
+
+def test_shape_and_dtype_without_execution():
+    with s4tf.backend("xla"):
+        x = s4tf.ones([4, 3])
+        y = (x @ x.T).sum(axis=0) * 2.0
+    assert y.shape == (4,) and y.dtype == s4tf.float32 and y.backend == "xla"
+    assert y._data.is_pending
+    m = s4tf.xla.metrics()
+    assert m["executions"] == 0 and m["compiles"] == 0 and m["traced_ops"] >= 3
+
+
+def test_observation_runs_pending_graph_once_and_matches_naive():
+    def compute():
+        x = s4tf.Tensor(np.linspace(-1, 1, 12).reshape(3, 4))
+        return s4tf.softmax(x @ x.T, axis=-1), x.max()
+
+    naive = compute()
+    with s4tf.backend("xla"):
+        lazy = compute()
+    np.testing.assert_allclose(lazy[0].numpy(), naive[0].numpy(), rtol=1e-6)
+    # One execution computed both pending results; observing the second runs nothing.
+    assert s4tf.xla.metrics()["executions"] == 1
+    assert float(lazy[1]) == float(naive[1])
+    assert s4tf.xla.metrics()["executions"] == 1
+
+
+def test_host_control_flow_and_printing():
+    with s4tf.backend("xla"):
+        x = s4tf.Tensor([3.0, -1.0, 2.0])
+        steps = 0
+        while bool((x * x).sum() > 1.0):
+            x = x * 0.5
+            steps += 1
+        text = repr(x)
+        index = int(x.argmax())
+    assert steps == 2
+    assert "backend=xla" in text and "0.75" in text
+    assert index == 0
+    assert x.tolist() == [0.75, -0.25, 0.5]
+
+
+def test_barrier_materialises_and_is_noop_when_nothing_pending():
+    with s4tf.backend("xla"):
+        y = s4tf.ones([2]) + 1.0
+    s4tf.barrier()
+    assert not y._data.is_pending
+    assert graph.pending_count() == 0
+    executions = s4tf.xla.metrics()["executions"]
+    s4tf.barrier()
+    assert s4tf.xla.metrics()["executions"] == executions
+
+
+def test_intermediates_are_not_outputs():
+    with s4tf.backend("xla"):
+        x = s4tf.ones([5])
+        a = x * 2.0
+        b = a + 1.0
+        c = b * b
+        del a, b
+        keep = c
+    assert graph.pending_count() == 3
+    s4tf.barrier()
+    assert graph.pending_count() == 0
+    assert keep.tolist() == [9.0] * 5
+
+
+def test_identical_subgraphs_are_computed_once():
+    import s4tf.backends.xla.compiler as compiler
+
+    with s4tf.backend("xla"):
+        x = s4tf.ones([3])
+        y1 = s4tf.exp(x) * 2.0
+        y2 = s4tf.exp(x) * 2.0
+    s4tf.barrier()
+    key = next(reversed(compiler._cache))
+    ops = [entry[0] for entry in key[0] if entry[0] != "P"]
+    assert ops.count("exp") == 1
+    assert y1.tolist() == y2.tolist()
+
+
+def test_mixing_backends_raises_type_error():
+    with s4tf.backend("xla"):
+        lazy = s4tf.ones([2])
+    with pytest.raises(TypeError, match="different backends.*'xla'.*'naive'"):
+        lazy + s4tf.ones([2])
+    with pytest.raises(TypeError, match="different backends"):
+        s4tf.where(s4tf.ones([2]) > 0, lazy, lazy)
+
+
+def test_to_backend_moves_values_both_ways():
+    class Pair(s4tf.Differentiable):
+        w: s4tf.Tensor
+        b: s4tf.Tensor
+
+    pair = Pair(w=s4tf.Tensor([[1.0, 2.0]]), b=s4tf.Tensor([0.5]))
+    lazy = s4tf.to_backend(pair, "xla")
+    assert lazy.w.backend == "xla" and lazy.b.backend == "xla"
+    lazy = s4tf.replace(lazy, w=lazy.w * 3.0)
+    back = lazy.to("naive")
+    assert back.w.backend == "naive"
+    assert back.w.tolist() == [[3.0, 6.0]] and back.b.tolist() == [0.5]
+    assert s4tf.to_backend(back, "cupy").w.backend == "cupy"
+
+
+def test_numpy_is_read_only_copy_that_survives_donation():
+    with s4tf.backend("xla"):
+        w = s4tf.ones([64])
+    host = w.numpy()
+    assert not host.flags.writeable
+    w = w * 2.0  # the old buffer is donated at the barrier
+    s4tf.barrier()
+    assert s4tf.xla.metrics()["donated_buffers"] == 1
+    assert host.tolist() == [1.0] * 64 and w.tolist() == [2.0] * 64
+
+
+def test_kept_tensor_is_not_donated():
+    with s4tf.backend("xla"):
+        w = s4tf.ones([64])
+    old = w
+    w = w * 2.0
+    s4tf.barrier()
+    assert s4tf.xla.metrics()["donated_buffers"] == 0
+    assert old.tolist() == [1.0] * 64
+
+
+def test_trace_size_limit_materialises(monkeypatch):
+    monkeypatch.setattr(graph, "MAX_PENDING", 50)
+    with s4tf.backend("xla"):
+        x = s4tf.ones([2])
+        for _ in range(120):
+            x = x + 1.0
+    assert s4tf.xla.metrics()["executions"] >= 2
+    assert x.tolist() == [121.0, 121.0]
+
+
+def test_debug_prints_compile_and_hit(monkeypatch, capsys):
+    monkeypatch.setenv("S4TF_DEBUG", "1")
+    for _ in range(2):
+        with s4tf.backend("xla"):
+            (s4tf.ones([7]) * 3.0).numpy()
+    err = capsys.readouterr().err
+    assert "compile trace" in err and "cache hit trace" in err
+    compiled = err.split("compile trace ")[1].split()[0]
+    assert f"cache hit trace {compiled}" in err
+
+
+def test_missing_jax_names_the_extra(monkeypatch):
+    monkeypatch.delitem(base._loaded, "xla")
+    for name in [m for m in sys.modules if m == "jax" or m.startswith("s4tf.backends.xla")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 's4tf\[xla\]'"):
+        s4tf.set_backend("xla")
+
+
+def test_float64_is_kept():
+    with s4tf.backend("xla"):
+        x = s4tf.Tensor(np.array([1.0, 2.0]), dtype=s4tf.float64)
+        y = x / 3.0
+    assert y.dtype == s4tf.float64
+    assert y.numpy()[0] == 1.0 / 3.0

@@ -1,0 +1,33 @@
+"""Shared fixtures: ``backend`` runs a test on every available backend.
+
+CuPy runs over NumPy standing in (``S4TF_CUPY_STANDIN=numpy``) when CuPy is not
+installed, so its code paths are tested on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+if importlib.util.find_spec("cupy") is None:
+    os.environ.setdefault("S4TF_CUPY_STANDIN", "numpy")
+
+import s4tf  # noqa: E402  (after choosing the CuPy stand-in)
+
+HAVE_JAX = importlib.util.find_spec("jax") is not None
+BACKENDS = ["naive", "cupy"] + (["xla"] if HAVE_JAX else [])
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """The name of the backend this test runs on; new tensors are created there."""
+    name = request.param
+    previous = s4tf.get_backend()
+    s4tf.set_backend(name)
+    try:
+        yield name
+    finally:
+        s4tf.barrier()
+        s4tf.set_backend(previous)

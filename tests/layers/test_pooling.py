@@ -1,0 +1,28 @@
+"""Pooling layers: agreement with s4tf.nn, defaults, no parameters, gradients."""
+
+import numpy as np
+import pytest
+
+import s4tf
+from s4tf import layers
+from s4tf.testing import check_gradients
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["Max", "Avg"])
+def test_pools_match_nn_and_differentiate(kind, n):
+    x = s4tf.random.normal((2,) + (5,) * n + (3,), dtype=s4tf.float64, seed=n)
+    layer = getattr(layers, f"{kind}Pool{n}D")(pool_size=2, strides=2, padding="same")
+    fn = getattr(s4tf.nn, f"{kind.lower()}_pool{n}d")
+    np.testing.assert_array_equal(layer(x).numpy(), fn(x, pool_size=2, strides=2, padding="same").numpy())
+    assert layer.strides == (2,) * n and s4tf.parameter_count(layer) == 0
+    check_gradients(lambda x: layer(x), x)
+    pooled = getattr(layers, f"Global{kind}Pool{n}D")()
+    reduce = x.max if kind == "Max" else x.mean
+    np.testing.assert_allclose(pooled(x).numpy(), reduce(axis=tuple(range(1, n + 1))).numpy(), rtol=1e-12)
+
+
+def test_strides_default_to_pool_size():
+    pool = layers.AvgPool2D(pool_size=(2, 3))
+    assert pool.strides == (2, 3) and pool.padding == "valid"
+    assert pool(s4tf.ones([1, 4, 6, 1])).shape == (1, 2, 2, 1)
