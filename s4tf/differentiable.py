@@ -415,6 +415,11 @@ def moved(value, along):
     if isinstance(value, Differentiable):
         cls = type(value)
         fields = dict(value.__dict__)
+        for name, field_value in fields.items():
+            # The new value gets its own State cells: two live models never share one
+            # that a forward pass changes (copy-on-write; the cell's tensor is immutable).
+            if isinstance(field_value, State):
+                fields[name] = State(field_value.value)
         for name in cls.TangentVector._s4tf_field_names:
             fields[name] = moved(getattr(value, name), getattr(along, name))
         return _new(cls, fields)

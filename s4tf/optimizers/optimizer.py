@@ -81,12 +81,12 @@ class Optimizer:
 
     def step_constants(self, step: int) -> dict:
         """Scalars shared by every parameter at this step (e.g. the decayed rate)."""
-        raise NotImplementedError(f"{type(self).__name__} must define step_constants(step).")
+        raise NotImplementedError(f"step_constants is abstract: {type(self).__name__} must define it.")
 
     def update_parameter(self, param: np.ndarray, grad: np.ndarray, state: dict,
                          constants: dict) -> None:
         """Write one parameter's update into ``param`` and its ``state`` slots, in place."""
-        raise NotImplementedError(f"{type(self).__name__} must define update_parameter(...).")
+        raise NotImplementedError(f"update_parameter is abstract: {type(self).__name__} must define it.")
 
     # The update.
     def update(self, model, grads, *, consume: bool = True):

@@ -122,3 +122,16 @@ def test_gradient_of_containers_of_floats_and_tensors():
     assert grad[0] == 6.0 and grad[1][0] == 3.0 and grad[1][1].tolist() == [2.0]
     grad = s4tf.gradient({"w": 2.0, "b": 1.0}, of=lambda d: d["w"] * d["w"] + d["b"])
     assert grad == {"w": 4.0, "b": 1.0}
+
+
+def test_moved_gives_the_new_value_its_own_state_cells():
+    class Stats(s4tf.Differentiable):
+        w: s4tf.Tensor
+        running: s4tf.State = s4tf.no_derivative(default=None)
+
+    old = Stats(w=s4tf.ones([2]), running=s4tf.State(s4tf.zeros([2])))
+    new = old.moved(along=Stats.TangentVector(w=s4tf.ones([2])))
+    assert new.running is not old.running
+    new.running.value = new.running.value + 1
+    assert old.running.value.tolist() == [0.0, 0.0]
+    assert new.w.tolist() == [2.0, 2.0]

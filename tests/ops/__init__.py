@@ -1,0 +1,1 @@
+"""Op tests (a package, so module names do not clash with tests/layers/)."""
