@@ -113,7 +113,7 @@ def _register_with(jax, cls):
         return [value.__dict__.get(n, getattr(value, n)) for n in cls._s4tf_all_fields], None
 
     def unflatten(_, children):
-        return _new(cls, dict(zip(cls._s4tf_all_fields, children)))
+        return _new(cls, dict(zip(cls._s4tf_all_fields, children, strict=False)))
 
     try:
         jax.tree_util.register_pytree_node(cls, flatten, unflatten)
@@ -274,7 +274,7 @@ def _combine(a, b, op, zero_left, zero_right):
     if isinstance(a, list | tuple) or isinstance(b, list | tuple):
         seq_a = a if isinstance(a, list | tuple) else [a] * len(b)
         seq_b = b if isinstance(b, list | tuple) else [b] * len(a)
-        out = [_combine(x, y, op, zero_left, zero_right) for x, y in zip(seq_a, seq_b)]
+        out = [_combine(x, y, op, zero_left, zero_right) for x, y in zip(seq_a, seq_b, strict=False)]
         return type(a if isinstance(a, list | tuple) else b)(out)
     if isinstance(a, dict) or isinstance(b, dict):
         keys = list(a if isinstance(a, dict) else b)
@@ -424,7 +424,7 @@ def moved(value, along):
             fields[name] = moved(getattr(value, name), getattr(along, name))
         return _new(cls, fields)
     if isinstance(value, list | tuple):
-        return type(value)(moved(v, a) for v, a in zip(value, along))
+        return type(value)(moved(v, a) for v, a in zip(value, along, strict=False))
     if isinstance(value, dict):
         return {k: moved(v, along.get(k)) for k, v in value.items()}
     return value

@@ -74,12 +74,12 @@ class TreeDef:
                 raise ValueError(
                     f"a tangent for a sequence of {len(self.children)} values has {len(parts)}."
                 )
-            for child, part in zip(self.children, parts):
+            for child, part in zip(self.children, parts, strict=False):
                 child._align(part, out)
             return
         if kind == _DICT:
             parts = tangent if isinstance(tangent, dict) else {}
-            for key, child in zip(self.meta, self.children):
+            for key, child in zip(self.meta, self.children, strict=False):
                 child._align(parts.get(key), out)
             return
         cls, names, _ = self.meta
@@ -90,7 +90,7 @@ class TreeDef:
                     f"expected a {tangent_cls.__qualname__} (or None for zero), "
                     f"got {type(tangent).__name__}."
                 )
-        for name, child in zip(names, self.children):
+        for name, child in zip(names, self.children, strict=False):
             child._align(None if tangent is None or _is_zero_scalar(tangent) else getattr(tangent, name, None), out)
 
     def _build(self, leaves, tangent):
@@ -111,17 +111,17 @@ class TreeDef:
                 return tuple(children)
             return cls(*children)
         if kind == _DICT:
-            return dict(zip(self.meta, children))
+            return dict(zip(self.meta, children, strict=False))
         if kind == _STATE:
             return None if tangent else self.meta(children[0])
         cls, names, static = self.meta
         if tangent:
             tangent_cls = cls.TangentVector
             wanted = tangent_cls._s4tf_field_names
-            values = dict(zip(names, children))
+            values = dict(zip(names, children, strict=False))
             return _new_instance(tangent_cls, {n: values.get(n) for n in wanted})
         fields = dict(static)
-        fields.update(zip(names, children))
+        fields.update(zip(names, children, strict=False))
         return _new_instance(cls, fields)
 
     def __eq__(self, other):
@@ -249,4 +249,4 @@ def tree_map(fn, tree, *rest, differentiable: bool = False):
                 f"{len(other_leaves)}); pass values of the same structure."
             )
         others.append(other_leaves)
-    return treedef.unflatten([fn(*args) for args in zip(leaves, *others)])
+    return treedef.unflatten([fn(*args) for args in zip(leaves, *others, strict=False)])

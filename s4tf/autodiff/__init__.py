@@ -3,8 +3,15 @@
 from .custom import CustomDerivative, differentiable
 from .diagnostics import NonDifferentiableError, ZeroDerivativeWarning
 from .operators import (
-    derivative, differential, gradient, pullback, value_with_derivative,
-    value_with_differential, value_with_gradient, value_with_pullback, without_derivative,
+    derivative,
+    differential,
+    gradient,
+    pullback,
+    value_with_derivative,
+    value_with_differential,
+    value_with_gradient,
+    value_with_pullback,
+    without_derivative,
 )
 
 __all__ = [

@@ -89,7 +89,7 @@ class CustomDerivative:
         from .operators import _finish
 
         tangent_args = treedef.tangent_unflatten(
-            [_finish(t, p) for t, p in zip(tangents, primals)]
+            [_finish(t, p) for t, p in zip(tangents, primals, strict=False)]
         )
         tangent = differential(*tangent_args)
         if tangent is None or not _is_differentiable_value(value):

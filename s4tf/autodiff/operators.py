@@ -91,14 +91,14 @@ def value_with_pullback(*points, of):
     result = of(*traced_points)
     out_leaves, out_def = tree_flatten(result, differentiable=True)
     ours = [isinstance(leaf, ReverseTracer) and leaf._trace is trace for leaf in out_leaves]
-    value = out_def.unflatten([leaf._primal if mine else leaf for leaf, mine in zip(out_leaves, ours)])
+    value = out_def.unflatten([leaf._primal if mine else leaf for leaf, mine in zip(out_leaves, ours, strict=False)])
     if not any(ours):
         warn_zero_derivative(getattr(of, "__name__", "function"))
-    roots = [leaf._node for leaf, mine in zip(out_leaves, ours) if mine]
+    roots = [leaf._node for leaf, mine in zip(out_leaves, ours, strict=False) if mine]
 
     def pullback(cotangent):
         seeds_all = out_def.tangent_leaves(cotangent)
-        seeds = [s for s, mine in zip(seeds_all, ours) if mine]
+        seeds = [s for s, mine in zip(seeds_all, ours, strict=False) if mine]
         table = backward(roots, seeds)
         tangents = [
             treedef.tangent_unflatten([_finish(table.get(id(t._node)), t._primal) for t in tracers])
@@ -171,11 +171,11 @@ def gradient(*points, of):
 def _jvp(points, tangents, of):
     trace = ForwardTrace()
     traced_points = []
-    for i, (point, tangent) in enumerate(zip(points, tangents)):
+    for i, (point, tangent) in enumerate(zip(points, tangents, strict=False)):
         leaves, treedef = _flatten_point(point, i)
         leaf_tangents = treedef.tangent_leaves(tangent)
         traced_points.append(treedef.unflatten(
-            [leaf if t is None else ForwardTracer(trace, leaf, t) for leaf, t in zip(leaves, leaf_tangents)]
+            [leaf if t is None else ForwardTracer(trace, leaf, t) for leaf, t in zip(leaves, leaf_tangents, strict=False)]
         ))
     result = of(*traced_points)
     out_leaves, out_def = tree_flatten(result, differentiable=True)

@@ -191,7 +191,7 @@ def backward(roots, seeds):
     Returns the table of cotangents; read leaves with :meth:`_Cotangents.pop`.
     """
     table = _Cotangents()
-    for root, seed in zip(roots, seeds):
+    for root, seed in zip(roots, seeds, strict=False):
         if seed is not None:
             table.add(root, seed)
     leaves = {}
@@ -213,7 +213,7 @@ def backward(roots, seeds):
             cts = rule(g, *args, out=node.out, **node.params)
             if not isinstance(cts, tuple):
                 cts = (cts,)
-            for arg, parent, ct in zip(args, parents, cts):
+            for arg, parent, ct in zip(args, parents, cts, strict=False):
                 if parent is not None and ct is not None:
                     table.add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, arg))
     return leaves

@@ -35,17 +35,17 @@ def _concat_vjp(g, *xs, out, axis):
 def _concat_jvp(tangents, *xs, out, axis):
     from ..creation import zeros_like
 
-    return concat_(*[t if t is not None else zeros_like(x) for t, x in zip(tangents, xs)], axis=axis)
+    return concat_(*[t if t is not None else zeros_like(x) for t, x in zip(tangents, xs, strict=False)], axis=axis)
 
 
 def _unpad(g, paddings):
     key = tuple(slice(before, before + n) for (before, _), n in
-                zip(paddings, _unpadded_shape(shape_of(g), paddings)))
+                zip(paddings, _unpadded_shape(shape_of(g), paddings), strict=False))
     return _getitem(g, key=key)
 
 
 def _unpadded_shape(shape, paddings):
-    return tuple(n - before - after for n, (before, after) in zip(shape, paddings))
+    return tuple(n - before - after for n, (before, after) in zip(shape, paddings, strict=False))
 
 
 def _getitem(x, key):
@@ -206,7 +206,7 @@ def concat(tensors, axis=0):
     axis = int(axis) % max(rank, 1)
     shapes = [shape_of(t) for t in tensors]
     for s in shapes:
-        if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, shapes[0])) if i != axis):
+        if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, shapes[0], strict=False)) if i != axis):
             raise ValueError(
                 f"concat: shapes {shapes} differ outside axis {axis}; every tensor must have "
                 "the same rank and the same sizes on the other axes."
