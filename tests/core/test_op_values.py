@@ -6,6 +6,9 @@ import pytest
 import s4tf
 from s4tf.testing import assert_allclose
 
+# Every backend runs the same op suite (DESIGN 3); see tests/conftest.py.
+pytestmark = pytest.mark.usefixtures("backend")
+
 rng = np.random.default_rng(7)
 A = rng.standard_normal((2, 3))
 B = rng.standard_normal((3,))

@@ -8,6 +8,9 @@ import pytest
 import s4tf
 from s4tf.testing import assert_allclose
 
+# Every backend runs the same op suite (DESIGN 3); see tests/conftest.py.
+pytestmark = pytest.mark.usefixtures("backend")
+
 F1 = lambda x: x * x * 2.0
 F2 = lambda x, y: x * y + y
 F3 = lambda x, y, z: x * y * z

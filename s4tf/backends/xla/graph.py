@@ -152,7 +152,9 @@ def barrier() -> None:
         out_slots = list(dict.fromkeys(slot[id(n)] for n in out_nodes))
         donate = _donations(device, _refcounts(device, internal), out_nodes)
         key = (tuple(entries), tuple(out_slots), donate)
-        packs = [np.array([x.buffer for x in group], dtype=dtype) for dtype, group in host_groups.items()]
+        # One-element host values of any shape ((), (1,), (1, 1)) pack flat; replay reshapes.
+        packs = [np.array([np.asarray(x.buffer).reshape(()) for x in group], dtype=dtype)
+                 for dtype, group in host_groups.items()]
         buffers = [x.buffer for x in device]
         COUNTERS["graph_time"] += time.perf_counter() - start
         outs = compiler.run(key, program, len(entries), [slot[id(x)] for x in device],
