@@ -61,6 +61,11 @@ class _Conv(Layer):
 
     _rank: typing.ClassVar[int] = 0
     _layout: typing.ClassVar[str] = ""
+    # Where the filter keeps its channels, and the function per rank: transposed
+    # convolutions (layers/transposed.py) differ from these only here.
+    _in_axis: typing.ClassVar[int] = -2
+    _out_axis: typing.ClassVar[int] = -1
+    _functions: typing.ClassVar[tuple] = (nn.conv1d, nn.conv2d, nn.conv3d)
 
     def __init__(self, filter_shape, strides=1, padding: str = "valid", dilations=1,
                  activation=identity, use_bias: bool = True, filter_initializer=glorot_uniform,
@@ -68,7 +73,7 @@ class _Conv(Layer):
         name, n = type(self).__name__, self._rank
         shape = check_filter_shape(filter_shape, n + 2, self._layout, name)
         self.filter = filter_initializer(shape, dtype=dtype)
-        self.bias = zeros((shape[-1],), dtype=dtype) if use_bias else None
+        self.bias = zeros((shape[self._out_axis],), dtype=dtype) if use_bias else None
         self.strides = expand(strides, n, "strides", name)
         self.padding = check_padding(padding, name)
         self.dilations = expand(dilations, n, "dilations", name)
@@ -76,10 +81,9 @@ class _Conv(Layer):
 
     def __call__(self, input):
         n = self._rank
-        channels_last_check(self, input, n, shape_of(self.filter)[-2])
-        conv = (nn.conv1d, nn.conv2d, nn.conv3d)[n - 1]
-        out = conv(input, self.filter, strides=self.strides, padding=self.padding,
-                   dilations=self.dilations)
+        channels_last_check(self, input, n, shape_of(self.filter)[self._in_axis])
+        out = self._functions[n - 1](input, self.filter, strides=self.strides,
+                                     padding=self.padding, dilations=self.dilations)
         return self.activation(out + self.bias if self.bias is not None else out)
 
 
