@@ -1,4 +1,4 @@
-"""LeNet-5 training steps at batch 128 with SGD: s4tf naive, s4tf xla, plain JAX, PyTorch.
+"""LeNet-5 training steps at batch 128 with SGD and Adam: s4tf naive/xla, plain JAX, PyTorch.
 
 One run, side by side, as JSON (DESIGN section 3: performance claims live here,
 never as timing assertions in tests). The same LeNet-5 (the paper's Figure 6:
@@ -11,6 +11,11 @@ conv 5x5x6 "same" + ReLU, avg-pool 2, conv 5x5x16 + ReLU, avg-pool 2, dense
 * ``jax``: a hand-written ``jax.jit`` step with donated parameters (the XLA
   limit on this machine);
 * ``torch``: PyTorch eager, when ``torch`` is importable.
+
+Those update with ``model.moved(along=grads * -LR)``. The ``*_opt_sgd`` and
+``*_opt_adam`` variants train through ``optimizers.SGD`` / ``optimizers.Adam``
+and ``model = opt.update(model, grads)`` (on xla the update joins the step's
+graph), next to ``jax_adam``, a hand-written jitted Adam with S4TF's rule.
 
 Usage: ``python benchmarks/lenet_step.py [--steps 30] [--batch 128]``.
 """
@@ -26,6 +31,7 @@ import numpy as np
 import s4tf
 
 LR = 0.05
+ADAM_LR = 1e-3
 
 
 class LeNet(s4tf.Differentiable):
@@ -86,10 +92,16 @@ def _timed(step, state, steps, warmup, finish):
     return time.perf_counter() - start, state
 
 
-def run_s4tf(backend, images, labels, steps, warmup):
+def run_s4tf(backend, images, labels, steps, warmup, optimizer=None):
+    """``optimizer``: None (``moved(along=)``), ``"sgd"`` or ``"adam"`` (``opt.update``)."""
     with s4tf.backend(backend):
         model = LeNet(**{k: s4tf.Tensor(v) for k, v in initial_weights().items()})
         x, y = s4tf.Tensor(images), s4tf.Tensor(labels)
+    opt = None
+    if optimizer == "sgd":
+        opt = s4tf.optimizers.SGD(model, learning_rate=LR)
+    elif optimizer == "adam":
+        opt = s4tf.optimizers.Adam(model, learning_rate=ADAM_LR)
 
     def loss_fn(m):
         return -(s4tf.log_softmax(m(x)) * y).sum(axis=1).mean()
@@ -106,7 +118,10 @@ def run_s4tf(backend, images, labels, steps, warmup):
             start = time.perf_counter()
         begin = time.perf_counter()
         loss, grads = s4tf.value_with_gradient(model, of=loss_fn)
-        model = model.moved(along=grads * -LR)
+        if opt is None:
+            model = model.moved(along=grads * -LR)
+        else:
+            model = opt.update(model, grads)
         del grads
         traced += time.perf_counter() - begin
         s4tf.barrier()
@@ -123,7 +138,7 @@ def run_s4tf(backend, images, labels, steps, warmup):
     return result
 
 
-def run_jax(images, labels, steps, warmup):
+def run_jax(images, labels, steps, warmup, adam=False):
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -151,11 +166,33 @@ def run_jax(images, labels, steps, warmup):
         loss, g = jax.value_and_grad(loss_fn)(p, x, y)
         return jax.tree_util.tree_map(lambda a, b: a - LR * b, p, g), loss
 
-    step_fn = jax.jit(_step, donate_argnums=0)
+    def _adam_step(state, t, x, y):
+        # S4TF's Adam: epsilon outside the bias correction; t is traced (no recompiles).
+        p, m, v = state
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        b1, b2, eps = 0.9, 0.999, 1e-8
+        m = jax.tree_util.tree_map(lambda a, b: b1 * a + (1 - b1) * b, m, g)
+        v = jax.tree_util.tree_map(lambda a, b: b2 * a + (1 - b2) * b * b, v, g)
+        size = ADAM_LR * jnp.sqrt(1 - b2**t) / (1 - b1**t)
+        p = jax.tree_util.tree_map(lambda a, mi, vi: a - size * mi / (jnp.sqrt(vi) + eps), p, m, v)
+        return (p, m, v), loss
+
     params = {k: jnp.asarray(v) for k, v in initial_weights().items()}
     x, y = jnp.asarray(images), jnp.asarray(labels)
-    seconds, (params, loss) = _timed(lambda s: step_fn(s[0], x, y), (params, None), steps, warmup,
-                                     lambda s: float(s[1]))
+    if adam:
+        adam_fn = jax.jit(_adam_step, donate_argnums=0)
+        first, second = ({k: jnp.zeros_like(v) for k, v in params.items()} for _ in range(2))
+        state = ((params, first, second), None, 0)
+
+        def step(s):
+            (new_state, loss), t = adam_fn(s[0], jnp.float32(s[2] + 1), x, y), s[2] + 1
+            return new_state, loss, t
+
+        seconds, (_, loss, _) = _timed(step, state, steps, warmup, lambda s: float(s[1]))
+    else:
+        step_fn = jax.jit(_step, donate_argnums=0)
+        seconds, (params, loss) = _timed(lambda s: step_fn(s[0], x, y), (params, None), steps,
+                                         warmup, lambda s: float(s[1]))
     return {"examples_per_s": steps * len(images) / seconds, "ms_per_step": 1e3 * seconds / steps,
             "final_loss": float(loss)}
 
@@ -208,14 +245,29 @@ def main() -> None:
     results["s4tf_naive"] = run_s4tf("naive", images, labels, args.naive_steps, 1)
     results["s4tf_xla"] = run_s4tf("xla", images, labels, args.steps, args.warmup)
     results["jax"] = run_jax(images, labels, args.steps, args.warmup)
+    for name in ("sgd", "adam"):
+        results[f"s4tf_naive_opt_{name}"] = run_s4tf("naive", images, labels, args.naive_steps, 1,
+                                                     optimizer=name)
+        results[f"s4tf_xla_opt_{name}"] = run_s4tf("xla", images, labels, args.steps, args.warmup,
+                                                   optimizer=name)
+    results["jax_adam"] = run_jax(images, labels, args.steps, args.warmup, adam=True)
     try:
         results["torch"] = run_torch(images, labels, args.steps, args.warmup)
     except ImportError:
         results["torch"] = None
     jax_rate = results["jax"]["examples_per_s"]
+    jax_adam_rate = results["jax_adam"]["examples_per_s"]
     results["ratios"] = {
         "s4tf_xla_vs_jax": results["s4tf_xla"]["examples_per_s"] / jax_rate,
         "s4tf_naive_vs_jax": results["s4tf_naive"]["examples_per_s"] / jax_rate,
+        "s4tf_xla_opt_sgd_vs_jax": results["s4tf_xla_opt_sgd"]["examples_per_s"] / jax_rate,
+        "s4tf_naive_opt_sgd_vs_jax": results["s4tf_naive_opt_sgd"]["examples_per_s"] / jax_rate,
+        "s4tf_xla_opt_adam_vs_jax_adam": (
+            results["s4tf_xla_opt_adam"]["examples_per_s"] / jax_adam_rate),
+        "s4tf_naive_opt_adam_vs_jax_adam": (
+            results["s4tf_naive_opt_adam"]["examples_per_s"] / jax_adam_rate),
+        "s4tf_xla_opt_sgd_vs_s4tf_xla_moved": (
+            results["s4tf_xla_opt_sgd"]["examples_per_s"] / results["s4tf_xla"]["examples_per_s"]),
     }
     if results["torch"]:
         results["ratios"]["s4tf_xla_vs_torch"] = (

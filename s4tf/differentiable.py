@@ -211,9 +211,29 @@ class Differentiable:
             cls.TangentVector = _synthesize_tangent_vector(cls)
         _register_jax_pytree(cls)
 
-    def moved(self, along):
-        """This value moved along a tangent vector (a new value; S4TF's ``move(along:)``)."""
-        return moved(self, along)
+    def moved(self, along, *, consume: bool = True):
+        """This value moved along a tangent vector (S4TF's ``move(along:)``).
+
+        Copy-on-write like ``opt.update``: when the caller holds the only
+        reference (``model = model.moved(along=g)``), buffers are written in
+        place and this object is consumed (later uses raise
+        :class:`s4tf.ConsumedValueError`); whatever anyone else can see is
+        copied. ``consume=False`` always copies.
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> class Point(s4tf.Differentiable):
+        ...     x: float
+        >>> p = Point(1.0)
+        >>> p = p.moved(along=Point.TangentVector(x=0.5))
+        >>> p.x
+        1.5
+        """
+        count = sys.getrefcount(self)
+        from .cow import moving
+
+        return moving.moved(self, along, count, sys._getframe(1), method=True, consume=consume)
 
     def to(self, backend: str):
         """This value with every tensor moved to ``backend`` (see :func:`s4tf.to_backend`)."""
@@ -399,8 +419,13 @@ class _ZeroDescriptor:
 TangentVectorBase.zero = _ZeroDescriptor()
 
 
-def moved(value, along):
+def moved(value, along, *, consume: bool = True):
     """``value`` moved along tangent ``along``: the exponential map, as a new value.
+
+    Works on any Differentiable value (floats, tensors, lists, dicts, models).
+    A model whose only reference is the caller's is updated in place and
+    consumed, as by ``opt.update`` (DESIGN 1.6); ``consume=False`` always
+    copies.
 
     Examples
     --------
@@ -408,26 +433,10 @@ def moved(value, along):
     >>> s4tf.moved([1.0, 2.0], along=[0.5, 0.5])
     [1.5, 2.5]
     """
-    if _is_zero(along):
-        return value
-    if isinstance(value, Tensor) or isinstance(value, float):
-        return value + along
-    if isinstance(value, Differentiable):
-        cls = type(value)
-        fields = dict(value.__dict__)
-        for name, field_value in fields.items():
-            # The new value gets its own State cells: two live models never share one
-            # that a forward pass changes (copy-on-write; the cell's tensor is immutable).
-            if isinstance(field_value, State):
-                fields[name] = State(field_value.value)
-        for name in cls.TangentVector._s4tf_field_names:
-            fields[name] = moved(getattr(value, name), getattr(along, name))
-        return _new(cls, fields)
-    if isinstance(value, list | tuple):
-        return type(value)(moved(v, a) for v, a in zip(value, along, strict=False))
-    if isinstance(value, dict):
-        return {k: moved(v, along.get(k)) for k, v in value.items()}
-    return value
+    count = sys.getrefcount(value)
+    from .cow import moving
+
+    return moving.moved(value, along, count, sys._getframe(1), method=False, consume=consume)
 
 
 def replace(value, **fields):

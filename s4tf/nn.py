@@ -23,6 +23,7 @@ from .ops.convolution import (
     conv3d,
     conv3d_transpose,
     depthwise_conv2d,
+    separable_conv2d,
 )
 from .ops.pooling import (
     avg_pool1d,
@@ -51,6 +52,7 @@ __all__ = [
     "avg_pool1d", "avg_pool2d", "avg_pool3d", "conv1d", "conv1d_transpose", "conv2d",
     "conv2d_transpose", "conv3d", "conv3d_transpose", "depthwise_conv2d", "global_avg_pool1d",
     "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d",
-    "global_max_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "upsampling1d",
-    "upsampling2d", "upsampling3d", "zero_padding1d", "zero_padding2d", "zero_padding3d",
+    "global_max_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "separable_conv2d",
+    "upsampling1d", "upsampling2d", "upsampling3d", "zero_padding1d", "zero_padding2d",
+    "zero_padding3d",
 ]

@@ -132,17 +132,17 @@ def test_parameter_buffers_keep_their_identity_across_steps(monkeypatch):
     copy, so the test watches the optimizer's own decision instead of holding
     the buffers.
     """
-    import s4tf.cow as cow
+    from s4tf.cow import engine
 
     decisions = []
-    analyze = cow.analyze
+    analyze = engine.analyze
 
     def watched(model, root_unique):
         found = analyze(model, root_unique)
         decisions.append(list(found.in_place))
         return found
 
-    monkeypatch.setattr(cow, "analyze", watched)
+    monkeypatch.setattr(engine, "analyze", watched)
     with s4tf.backend("naive"):
         s4tf.random.seed(0)
         model = MLP(inputs=3, width=4, classes=2)

@@ -53,6 +53,24 @@ def write_file(path, tensors: dict, metadata: dict) -> None:
         raise
 
 
+def encode_into(tensors: dict, value, prefix: str = "", **options) -> str:
+    """Add ``value``'s tensors to ``tensors`` under ``prefix``; return its structure as JSON.
+
+    ``options`` go to :func:`~s4tf.checkpoint.structure.encode`. Every section
+    of a file (the model of ``s4tf.save``; the model and the optimizer state of
+    a training state) is written through here, so they share one key scheme.
+    """
+    found: dict = {}
+    structure = encode(value, found, **options)
+    tensors.update({prefix + key: array for key, array in found.items()})
+    return json.dumps(structure)
+
+
+def under(arrays: dict, prefix: str) -> dict:
+    """The entries of ``arrays`` whose keys start with ``prefix``, without it."""
+    return {key[len(prefix):]: array for key, array in arrays.items() if key.startswith(prefix)}
+
+
 def read_file(path, expected_format: str) -> tuple[dict, dict]:
     """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
     from safetensors import safe_open
@@ -112,8 +130,8 @@ def save(model, path) -> None:
     0.5
     """
     tensors: dict = {}
-    structure = encode(model, tensors)
-    write_file(path, tensors, {"format": MODEL_FORMAT, "structure": json.dumps(structure)})
+    structure = encode_into(tensors, model)
+    write_file(path, tensors, {"format": MODEL_FORMAT, "structure": structure})
 
 
 def load(path, like=None):
@@ -148,7 +166,7 @@ def load(path, like=None):
 def restore(structure, arrays: dict, like, path, prefix: str = ""):
     """The value described by ``structure`` over ``arrays[prefix + key]``, checked against ``like``."""
     if prefix:
-        arrays = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+        arrays = under(arrays, prefix)
     if like is None:
         return decode(structure, arrays, _tensor_on_current_backend)
     expected: dict = {}

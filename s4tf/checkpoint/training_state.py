@@ -11,8 +11,8 @@ from ..creation import _from_numpy
 from ..dtypes import as_dtype
 from ..tensor import Tensor
 from ..tree import tree_leaves
-from .files import _json, read_file, restore, write_file
-from .structure import CheckpointError, decode, encode, is_finite_json
+from .files import _json, encode_into, read_file, restore, under, write_file
+from .structure import CheckpointError, decode, is_finite_json
 
 __all__ = ["TrainingState", "load_training_state", "save_training_state"]
 
@@ -54,23 +54,18 @@ def save_training_state(path, model, optimizer=None, *, epoch: int = 0, extra=No
             f"extra must be JSON data (dicts with str keys, lists, str, int, finite float, "
             f"bool, None); received {extra!r}. Save tensors in the model instead."
         )
-    model_tensors: dict = {}
-    model_structure = encode(model, model_tensors)
-    tensors = {_MODEL + k: v for k, v in model_tensors.items()}
+    tensors: dict = {}
     metadata = {
         "format": TRAINING_FORMAT,
-        "model": json.dumps(model_structure),
+        "model": encode_into(tensors, model, _MODEL),
         "epoch": str(epoch),
         "rng": json.dumps(_random.get_state()),
         "extra": json.dumps(extra),
     }
     if optimizer is not None:
-        state_dict = _state_dict(optimizer)
-        optimizer_tensors: dict = {}
-        metadata["optimizer"] = json.dumps(encode(state_dict, optimizer_tensors,
-                                                  differentiable=False))
+        metadata["optimizer"] = encode_into(tensors, _state_dict(optimizer), _OPTIMIZER,
+                                            differentiable=False)
         metadata["optimizer_class"] = type(optimizer).__qualname__
-        tensors.update({_OPTIMIZER + k: v for k, v in optimizer_tensors.items()})
     write_file(path, tensors, metadata)
 
 
@@ -95,14 +90,14 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
 
     Examples
     --------
-    >>> import s4tf, tempfile, os
-    >>> class Affine(s4tf.Differentiable):
-    ...     w: s4tf.Tensor
-    >>> path = os.path.join(tempfile.mkdtemp(), "run.safetensors")
-    >>> s4tf.save_training_state(path, Affine(s4tf.ones([2])), epoch=1)
-    >>> state = s4tf.load_training_state(path, like=Affine(s4tf.zeros([2])))
-    >>> state.model.w.tolist(), state.epoch
-    ([1.0, 1.0], 1)
+    >>> import os, tempfile, s4tf
+    >>> model = s4tf.layers.Dense(3, 2)
+    >>> opt = s4tf.optimizers.Adam(model)
+    >>> path = os.path.join(tempfile.mkdtemp(), "dense.safetensors")
+    >>> s4tf.save_training_state(path, model, opt, epoch=1)
+    >>> state = s4tf.load_training_state(path, like=s4tf.layers.Dense(3, 2), optimizer=opt)
+    >>> state.model.weight.shape, state.epoch
+    ((3, 2), 1)
     """
     arrays, metadata = read_file(path, TRAINING_FORMAT)
     model = restore(_json(metadata, "model", path), arrays, like, path, prefix=_MODEL)
@@ -121,7 +116,7 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
         backend = _backend_of(model)
         state = decode(
             _json(metadata, "optimizer", path),
-            {k[len(_OPTIMIZER):]: v for k, v in arrays.items() if k.startswith(_OPTIMIZER)},
+            under(arrays, _OPTIMIZER),
             lambda array, key: _from_numpy(array, as_dtype(array.dtype), backend=backend),
         )
         optimizer.load_state_dict(state)

@@ -9,19 +9,17 @@ or from the extracted folder when it is there.
 from __future__ import annotations
 
 import codecs
-import gzip
 import io
 import os
 import pickle
-import tarfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from .dataset import Dataset, Normalize, _in_memory
-from .download import CorruptDataError, RemoteFile, data_directory, obtain
+from .archives import open_tar_gz
+from .dataset import Normalize, _DownloadedDataset, _options_doc
+from .download import CorruptDataError, RemoteFile, obtain
 
 __all__ = ["CIFAR10", "CIFAR100"]
 
@@ -91,21 +89,11 @@ def _read_members(members: list[str]) -> tuple[Callable[[Path], dict], Callable[
 
     def from_archive(path: Path) -> dict:
         raw = {}
-        try:
-            with gzip.open(path, "rb") as stream:
-                # Stream mode: one sequential decompression, nothing extracted to disk.
-                with tarfile.open(fileobj=stream, mode="r|") as archive:
-                    for info in archive:
-                        name = info.name.removeprefix("./")
-                        if name in members and info.isfile():
-                            raw[name] = archive.extractfile(info).read()
-                # Tar stops at its end marker; reading on to the end of the gzip
-                # stream checks its CRC and length, so a cut or damaged tail is
-                # caught even when every member was readable.
-                while stream.read(1 << 20):
-                    pass
-        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
-            raise CorruptDataError(f"{path.name} is not a complete tar.gz ({error})") from error
+        with open_tar_gz(path) as archive:
+            for info in archive:
+                name = info.name.removeprefix("./")
+                if name in members and info.isfile():
+                    raw[name] = archive.extractfile(info).read()
         for member in members:
             if member not in raw:
                 raise CorruptDataError(f"{path.name} has no file {member}")
@@ -132,22 +120,67 @@ _COMMON_DOC = """
         ``~/.cache/s4tf``).
     download : bool
         Download the archive when missing or corrupt (SHA-256 verified).
-    normalize : bool or (mean, std)
-        ``False`` (default): images scaled to [0, 1]. ``True``: then
-        standardised per channel by the training set's mean and standard
-        deviation ({statistics}). A ``(mean, std)`` pair: standardised by those.
-    seed : int or None
-        Seeds the training shuffle (see :class:`Batches`).
-    drop_remainder : bool
-        Skip the last, smaller training batch.
-    prefetch : bool
-        Prepare the next batch in a background thread.
 """
 
 
-class CIFAR10(Dataset):
-    __doc__ = (
-        """CIFAR-10: 50,000 training and 10,000 validation 32x32 colour images, 10 classes.
+def _parameters_doc(cls: type[_CIFAR], statistics: str) -> str:
+    return _COMMON_DOC.format(
+        archive=cls._remote.name, folder=cls._folder, directory=cls._directory
+    ) + _options_doc(
+        standard=f"per channel by the training set's mean and standard deviation ({statistics})"
+    )
+
+
+class _CIFAR(_DownloadedDataset):
+    """The shared loader of CIFAR-10 and CIFAR-100 (subclasses set the class attributes)."""
+
+    _remote: RemoteFile
+    # The archive's top folder, also the name of the extracted folder.
+    _folder: str
+    # Members of _folder: the training batches, the test batch, the class names.
+    _training: tuple[str, ...]
+    _test: str
+    _meta: str
+    _label_key, _names_key = "labels", "label_names"
+
+    def _arrays(self, directory: Path, download: bool):
+        members = [f"{self._folder}/{m}" for m in (*self._training, self._test, self._meta)]
+        *training, test, meta = members
+        from_archive, from_folder = _read_members(members)
+        batches = obtain(
+            self._remote, directory, from_archive, download=download,
+            dataset=type(self).__name__,
+            alternatives=[(directory / self._folder, from_folder)],
+        )
+        parts = [_images_and_labels(batches[m], self._label_key, m) for m in training]
+        # One training file (CIFAR-100) is used as it is: no 150 MB copy.
+        training_arrays = parts[0] if len(parts) == 1 else (
+            np.concatenate([images for images, _ in parts]),
+            np.concatenate([labels for _, labels in parts]),
+        )
+        names = _field(batches[meta], self._names_key, meta)
+        return (
+            training_arrays,
+            _images_and_labels(batches[test], self._label_key, test),
+            [_text(name) for name in names],
+        )
+
+
+class CIFAR10(_CIFAR):
+    _remote = RemoteFile(
+        "cifar-10-python.tar.gz",
+        (_CIFAR_PAGE + "cifar-10-python.tar.gz",),
+        "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
+        170498071,
+    )
+    _folder = "cifar-10-batches-py"
+    _directory = "cifar10"
+    _training = tuple(f"data_batch_{i}" for i in range(1, 6))
+    _test, _meta = "test_batch", "batches.meta"
+
+
+CIFAR10.__doc__ = (
+    """CIFAR-10: 50,000 training and 10,000 validation 32x32 colour images, 10 classes.
 
     Images are (32, 32, 3) float32 in [0, 1]; the validation split is the
     official test batch.
@@ -156,13 +189,8 @@ class CIFAR10(Dataset):
     ----------
     batch_size : int
         Examples per batch."""
-        + _COMMON_DOC.format(
-            archive="cifar-10-python.tar.gz",
-            folder="cifar-10-batches-py",
-            directory="cifar10",
-            statistics="about (0.4914, 0.4822, 0.4465) and (0.2470, 0.2435, 0.2616)",
-        )
-        + """
+    + _parameters_doc(CIFAR10, "about (0.4914, 0.4822, 0.4465) and (0.2470, 0.2435, 0.2616)")
+    + """
     Examples
     --------
     >>> from s4tf import datasets
@@ -170,81 +198,19 @@ class CIFAR10(Dataset):
     >>> cifar.class_names[:2]                                      # doctest: +SKIP
     ('airplane', 'automobile')
 """
+)
+
+
+class CIFAR100(_CIFAR):
+    _remote = RemoteFile(
+        "cifar-100-python.tar.gz",
+        (_CIFAR_PAGE + "cifar-100-python.tar.gz",),
+        "85cd44d02ba6437773c5bbd22e183051d648de2e7d6b014e1ef29b855ba677a7",
+        169001437,
     )
-
-    def __init__(
-        self,
-        batch_size: int = 128,
-        root: str | os.PathLike | None = None,
-        download: bool = True,
-        *,
-        normalize: Normalize = False,
-        seed: int | None = None,
-        drop_remainder: bool = False,
-        prefetch: bool = True,
-    ):
-        folder = "cifar-10-batches-py"
-        training = [f"{folder}/data_batch_{i}" for i in range(1, 6)]
-        test, meta = f"{folder}/test_batch", f"{folder}/batches.meta"
-        directory = data_directory("cifar10", root)
-        from_archive, from_folder = _read_members([*training, test, meta])
-        remote = RemoteFile(
-            "cifar-10-python.tar.gz",
-            (_CIFAR_PAGE + "cifar-10-python.tar.gz",),
-            "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
-            170498071,
-        )
-        batches = obtain(
-            remote, directory, from_archive, download=download, dataset="CIFAR10",
-            alternatives=[(directory / folder, from_folder)],
-        )
-        parts = [_images_and_labels(batches[m], "labels", m) for m in training]
-        names = _field(batches[meta], "label_names", meta)
-        _in_memory(
-            self,
-            training=(
-                np.concatenate([images for images, _ in parts]),
-                np.concatenate([labels for _, labels in parts]),
-            ),
-            validation=_images_and_labels(batches[test], "labels", test),
-            maximum=255,
-            class_names=[_text(name) for name in names],
-            batch_size=batch_size,
-            normalize=normalize,
-            seed=seed,
-            drop_remainder=drop_remainder,
-            prefetch=prefetch,
-        )
-
-
-class CIFAR100(Dataset):
-    __doc__ = (
-        """CIFAR-100: 50,000 training and 10,000 validation 32x32 colour images, 100 classes.
-
-    Each image has a fine label (100 classes) and a coarse one (20
-    superclasses); ``label_mode`` picks which the batches carry.
-
-    Parameters
-    ----------
-    batch_size : int
-        Examples per batch.
-    label_mode : {"fine", "coarse"}
-        Which labels to use."""
-        + _COMMON_DOC.format(
-            archive="cifar-100-python.tar.gz",
-            folder="cifar-100-python",
-            directory="cifar100",
-            statistics="about (0.5071, 0.4865, 0.4409) and (0.2673, 0.2564, 0.2762)",
-        )
-        + """
-    Examples
-    --------
-    >>> from s4tf import datasets
-    >>> cifar = datasets.CIFAR100(label_mode="coarse")     # doctest: +SKIP
-    >>> cifar.num_classes                                  # doctest: +SKIP
-    20
-"""
-    )
+    _folder = "cifar-100-python"
+    _directory = "cifar100"
+    _training, _test, _meta = ("train",), "test", "meta"
 
     def __init__(
         self,
@@ -263,34 +229,34 @@ class CIFAR100(Dataset):
                 f"CIFAR100: label_mode must be 'fine' (100 classes) or 'coarse' "
                 f"(20 superclasses); received label_mode={label_mode!r}."
             )
-        folder = "cifar-100-python"
-        train, test, meta = f"{folder}/train", f"{folder}/test", f"{folder}/meta"
-        directory = data_directory("cifar100", root)
-        from_archive, from_folder = _read_members([train, test, meta])
-        remote = RemoteFile(
-            "cifar-100-python.tar.gz",
-            (_CIFAR_PAGE + "cifar-100-python.tar.gz",),
-            "85cd44d02ba6437773c5bbd22e183051d648de2e7d6b014e1ef29b855ba677a7",
-            169001437,
-        )
-        batches = obtain(
-            remote, directory, from_archive, download=download, dataset="CIFAR100",
-            alternatives=[(directory / folder, from_folder)],
-        )
-        label_key = f"{label_mode}_labels"
-        names = _field(batches[meta], f"{label_mode}_label_names", meta)
-        _in_memory(
-            self,
-            training=_images_and_labels(batches[train], label_key, train),
-            validation=_images_and_labels(batches[test], label_key, test),
-            maximum=255,
-            class_names=[_text(name) for name in names],
-            batch_size=batch_size,
-            normalize=normalize,
-            seed=seed,
-            drop_remainder=drop_remainder,
-            prefetch=prefetch,
-        )
+        self._label_key = f"{label_mode}_labels"
+        self._names_key = f"{label_mode}_label_names"
+        super().__init__(batch_size, root, download, normalize=normalize, seed=seed,
+                         drop_remainder=drop_remainder, prefetch=prefetch)
+
+
+CIFAR100.__doc__ = (
+    """CIFAR-100: 50,000 training and 10,000 validation 32x32 colour images, 100 classes.
+
+    Each image has a fine label (100 classes) and a coarse one (20
+    superclasses); ``label_mode`` picks which the batches carry.
+
+    Parameters
+    ----------
+    batch_size : int
+        Examples per batch.
+    label_mode : {"fine", "coarse"}
+        Which labels to use."""
+    + _parameters_doc(CIFAR100, "about (0.5071, 0.4865, 0.4409) and (0.2673, 0.2564, 0.2762)")
+    + """
+    Examples
+    --------
+    >>> from s4tf import datasets
+    >>> cifar = datasets.CIFAR100(label_mode="coarse")     # doctest: +SKIP
+    >>> cifar.num_classes                                  # doctest: +SKIP
+    20
+"""
+)
 
 
 def _text(name) -> str:

@@ -7,11 +7,15 @@ batch at a time: to [0, 1] by default, or standardised per channel when
 
 from __future__ import annotations
 
+import os
+import textwrap
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from .batching import Batches, _ArrayExamples
+from .download import data_directory
 
 __all__ = ["Dataset"]
 
@@ -64,6 +68,48 @@ class Dataset:
             f"validation={self.validation.num_examples} examples, "
             f"{self.num_classes} classes, image_shape={self.image_shape})"
         )
+
+
+class _DownloadedDataset(Dataset):
+    """A data set whose files are fetched into a directory and read into memory.
+
+    The MNIST family and CIFAR share this constructor; a subclass names its
+    directory under ``S4TF_DATA_DIR`` (``_directory``) and reads its files in
+    ``_arrays(directory, download)``, which returns the training and validation
+    ``(uint8 NHWC images, int labels)`` pairs and the class names.
+    """
+
+    _directory: str
+
+    def __init__(
+        self,
+        batch_size: int = 128,
+        root: str | os.PathLike | None = None,
+        download: bool = True,
+        *,
+        normalize: Normalize = False,
+        seed: int | None = None,
+        drop_remainder: bool = False,
+        prefetch: bool = True,
+    ):
+        training, validation, class_names = self._arrays(
+            data_directory(self._directory, root), download
+        )
+        _in_memory(
+            self,
+            training=training,
+            validation=validation,
+            maximum=255,
+            class_names=class_names,
+            batch_size=batch_size,
+            normalize=normalize,
+            seed=seed,
+            drop_remainder=drop_remainder,
+            prefetch=prefetch,
+        )
+
+    def _arrays(self, directory: Path, download: bool):
+        raise NotImplementedError  # abstract: each data set reads its own files
 
 
 class _ImageScaling:
@@ -178,17 +224,62 @@ def _in_memory(
     dataset.class_names = tuple(class_names)
     dataset.image_shape = tuple(int(d) for d in train_images.shape[1:])
     dataset.normalization = normalization
-    dataset.training = Batches(
+    _set_splits(
+        dataset,
         _ArrayExamples(train_images, train_labels, scaling),
+        _ArrayExamples(validation[0], validation[1], scaling),
+        batch_size=batch_size,
+        seed=seed,
+        drop_remainder=drop_remainder,
+        prefetch=prefetch,
+    )
+
+
+def _set_splits(
+    dataset: Dataset,
+    training,
+    validation,
+    *,
+    batch_size: int,
+    seed: int | None,
+    drop_remainder: bool,
+    prefetch: bool,
+) -> None:
+    """Give ``dataset`` its ``training`` and ``validation`` batches over these examples.
+
+    Training is reshuffled every pass; validation keeps its order and its last,
+    smaller batch, so that accuracy is measured on every example.
+    """
+    dataset.training = Batches(
+        training,
         batch_size,
         shuffle=True,
         seed=seed,
         drop_remainder=drop_remainder,
         prefetch=prefetch,
     )
-    dataset.validation = Batches(
-        _ArrayExamples(validation[0], validation[1], scaling),
-        batch_size,
-        shuffle=False,
-        prefetch=prefetch,
+    dataset.validation = Batches(validation, batch_size, shuffle=False, prefetch=prefetch)
+
+
+def _options_doc(*, standard: str, prefetch: str = "Prepare") -> str:
+    """The docstring entries of the keywords every data set takes, ``normalize`` on.
+
+    ``standard`` says what ``normalize=True`` standardises by; ``prefetch`` is
+    the verb of what the background thread does to the next batch.
+    """
+    normalize = textwrap.fill(
+        f"``False`` (default): images scaled to [0, 1]. ``True``: then standardised "
+        f"{standard}. A ``(mean, std)`` pair: standardised by those.",
+        width=78,
+        initial_indent=" " * 8,
+        subsequent_indent=" " * 8,
     )
+    return f"""    normalize : bool or (mean, std)
+{normalize}
+    seed : int or None
+        Seeds the training shuffle (see :class:`Batches`).
+    drop_remainder : bool
+        Skip the last, smaller training batch.
+    prefetch : bool
+        {prefetch} the next batch in a background thread.
+"""

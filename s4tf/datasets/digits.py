@@ -6,7 +6,7 @@ from importlib import resources
 
 import numpy as np
 
-from .dataset import Dataset, Normalize, _in_memory
+from .dataset import Dataset, Normalize, _in_memory, _options_doc
 
 __all__ = ["Digits"]
 
@@ -16,7 +16,8 @@ _VALIDATION = 360
 
 
 class Digits(Dataset):
-    """1,797 handwritten digits as 8x8 grey images, bundled with s4tf.
+    __doc__ = (
+        """1,797 handwritten digits as 8x8 grey images, bundled with s4tf.
 
     The test set of E. Alpaydin and C. Kaynak's "Optical Recognition of
     Handwritten Digits" (UCI Machine Learning Repository, CC BY 4.0): 32x32
@@ -32,17 +33,9 @@ class Digits(Dataset):
     ----------
     batch_size : int
         Examples per batch.
-    normalize : bool or (mean, std)
-        ``False`` (default): images scaled to [0, 1]. ``True``: then
-        standardised by the training split's mean and standard deviation.
-        A ``(mean, std)`` pair: standardised by those.
-    seed : int or None
-        Seeds the training shuffle (see :class:`Batches`).
-    drop_remainder : bool
-        Skip the last, smaller training batch.
-    prefetch : bool
-        Prepare the next batch in a background thread.
-
+"""
+        + _options_doc(standard="by the training split's mean and standard deviation")
+        + """
     Examples
     --------
     >>> from s4tf import datasets
@@ -52,7 +45,8 @@ class Digits(Dataset):
     ((100, 8, 8, 1), (100,))
     >>> digits.training.num_examples, digits.validation.num_examples
     (1437, 360)
-    """
+"""
+    )
 
     def __init__(
         self,

@@ -14,8 +14,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from .batching import Batches
-from .dataset import Dataset, Normalize, _ImageScaling, _resolve_normalization
+from .dataset import (
+    Dataset,
+    Normalize,
+    _ImageScaling,
+    _options_doc,
+    _resolve_normalization,
+    _set_splits,
+)
 from .download import CorruptDataError
 
 __all__ = ["ImageFolder"]
@@ -68,7 +74,8 @@ class _ImageFiles:
 
 
 class ImageFolder(Dataset):
-    """A labeled image data set read from folders of image files.
+    __doc__ = (
+        """A labeled image data set read from folders of image files.
 
     Either ``path`` holds a training folder (``train/`` or ``training/``) and
     a validation folder (``val/``, ``validation/``, ``valid/`` or ``test/``),
@@ -96,17 +103,10 @@ class ImageFolder(Dataset):
         Decode as RGB (3) or greyscale (1).
     validation_fraction : float
         The share of each class held out when there is no validation folder.
-    normalize : bool or (mean, std)
-        ``False`` (default): images scaled to [0, 1]. ``True``: then
-        standardised with ImageNet's per-channel constants (RGB only). A
-        ``(mean, std)`` pair: standardised by those.
-    seed : int or None
-        Seeds the training shuffle (see :class:`Batches`).
-    drop_remainder : bool
-        Skip the last, smaller training batch.
-    prefetch : bool
-        Decode the next batch in a background thread.
-
+"""
+        + _options_doc(standard="with ImageNet's per-channel constants (RGB only)",
+                       prefetch="Decode")
+        + """
     Examples
     --------
     >>> from s4tf import datasets
@@ -116,7 +116,8 @@ class ImageFolder(Dataset):
     >>> images, labels = next(iter(pets.training))                         # doctest: +SKIP
     >>> images.shape                                                       # doctest: +SKIP
     (32, 64, 64, 3)
-    """
+"""
+    )
 
     def __init__(
         self,
@@ -194,18 +195,13 @@ class ImageFolder(Dataset):
             labels = [label for _, label in examples]
             return _ImageFiles(paths, labels, size, mode, scaling)
 
-        self.training = Batches(
+        _set_splits(
+            self,
             files(training),
-            batch_size,
-            shuffle=True,
+            files(validation),
+            batch_size=batch_size,
             seed=seed,
             drop_remainder=drop_remainder,
-            prefetch=prefetch,
-        )
-        self.validation = Batches(
-            files(validation),
-            batch_size,
-            shuffle=False,
             prefetch=prefetch,
         )
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 import tarfile
 import tempfile
-import zlib
 from pathlib import Path
 
-from .dataset import Normalize
+from .archives import open_tar_gz
+from .dataset import Normalize, _options_doc
 from .download import CorruptDataError, RemoteFile, data_directory, obtain
 from .image_folder import ImageFolder
 
@@ -40,7 +39,8 @@ _CLASS_NAMES = {
 
 
 class Imagenette(ImageFolder):
-    """Imagenette (160 px version): 9,469 training and 3,925 validation photos, 10 classes.
+    __doc__ = (
+        """Imagenette (160 px version): 9,469 training and 3,925 validation photos, 10 classes.
 
     A subset of ImageNet chosen by fast.ai to be quick to train on. The
     archive's images have their shorter side at 160 pixels; they are resized
@@ -60,24 +60,17 @@ class Imagenette(ImageFolder):
         Download the archive when missing or corrupt (SHA-256 verified).
     image_size : int or (height, width)
         The size of the returned images.
-    normalize : bool or (mean, std)
-        ``False`` (default): images scaled to [0, 1]. ``True``: then
-        standardised with ImageNet's per-channel constants. A ``(mean, std)``
-        pair: standardised by those.
-    seed : int or None
-        Seeds the training shuffle (see :class:`Batches`).
-    drop_remainder : bool
-        Skip the last, smaller training batch.
-    prefetch : bool
-        Decode the next batch in a background thread.
-
+"""
+        + _options_doc(standard="with ImageNet's per-channel constants", prefetch="Decode")
+        + """
     Examples
     --------
     >>> from s4tf import datasets
     >>> imagenette = datasets.Imagenette(batch_size=64, image_size=128)  # doctest: +SKIP
     >>> imagenette.class_names[0]                                        # doctest: +SKIP
     'tench'
-    """
+"""
+    )
 
     def __init__(
         self,
@@ -136,16 +129,8 @@ def _extract(archive: Path) -> Path:
         )
     staging = Path(tempfile.mkdtemp(prefix=f".{_FOLDER}.", suffix=".partial", dir=archive.parent))
     try:
-        try:
-            with gzip.open(archive, "rb") as stream:
-                with tarfile.open(fileobj=stream, mode="r|") as tar:
-                    _extract_safely(tar, staging)
-                # Tar stops at its end marker; reading on checks the gzip CRC and
-                # length, so a damaged tail is caught too.
-                while stream.read(1 << 20):
-                    pass
-        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
-            raise CorruptDataError(f"{archive.name} is not a complete tar.gz ({error})") from error
+        with open_tar_gz(archive) as tar:
+            _extract_safely(tar, staging)
         _checked_folder(staging / _FOLDER)
         os.replace(staging / _FOLDER, final)
     finally:

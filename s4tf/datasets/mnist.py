@@ -6,16 +6,15 @@ only the source and the class names differ.
 
 from __future__ import annotations
 
-import gzip
 import os
 import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
 
-from .dataset import Dataset, Normalize, _in_memory
-from .download import CorruptDataError, RemoteFile, data_directory, obtain
+from .archives import read_maybe_gzip
+from .dataset import _DownloadedDataset, _options_doc
+from .download import CorruptDataError, RemoteFile, obtain
 
 __all__ = ["FashionMNIST", "KuzushijiMNIST", "MNIST", "read_idx"]
 
@@ -59,16 +58,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     >>> read_idx(path)
     array([7, 2, 1], dtype=uint8)
     """
-    path = Path(path)
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as file:
-                raw = file.read()
-        else:
-            raw = path.read_bytes()
-    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
-        raise CorruptDataError(f"{path.name} is not a complete gzip file ({error})") from error
-    return _parse_idx(raw, path.name)
+    return _parse_idx(read_maybe_gzip(path), Path(path).name)
 
 
 def _parse_idx(raw: bytes, name: str) -> np.ndarray:
@@ -101,53 +91,27 @@ def _expect(array: np.ndarray, rank: int, name: str) -> np.ndarray:
     return array
 
 
-class _IDXDataset(Dataset):
+class _IDXDataset(_DownloadedDataset):
     """The shared loader of the MNIST family (subclasses set the class attributes)."""
 
-    _directory: str
     _urls: tuple[str, ...]
     # file name -> (published SHA-256, size in bytes)
     _checksums: dict[str, tuple[str, int]]
     _class_names: tuple[str, ...]
 
-    def __init__(
-        self,
-        batch_size: int = 128,
-        root: str | os.PathLike | None = None,
-        download: bool = True,
-        *,
-        normalize: Normalize = False,
-        seed: int | None = None,
-        drop_remainder: bool = False,
-        prefetch: bool = True,
-    ):
-        directory = data_directory(self._directory, root)
-        train_images = self._read("train-images-idx3-ubyte.gz", directory, download, 3)
-        train_labels = self._read("train-labels-idx1-ubyte.gz", directory, download, 1)
-        test_images = self._read("t10k-images-idx3-ubyte.gz", directory, download, 3)
-        test_labels = self._read("t10k-labels-idx1-ubyte.gz", directory, download, 1)
-        for images, labels, split in (
-            (train_images, train_labels, "train"),
-            (test_images, test_labels, "t10k"),
-        ):
+    def _arrays(self, directory: Path, download: bool):
+        splits = []
+        for split in ("train", "t10k"):
+            images = self._read(f"{split}-images-idx3-ubyte.gz", directory, download, 3)
+            labels = self._read(f"{split}-labels-idx1-ubyte.gz", directory, download, 1)
             if len(images) != len(labels):
                 raise CorruptDataError(
                     f"{type(self).__name__}: {split}-images holds {len(images)} images but "
                     f"{split}-labels holds {len(labels)} labels; the two files in {directory} "
                     f"come from different data sets. Replace them with a matching pair."
                 )
-        _in_memory(
-            self,
-            training=(train_images[..., np.newaxis], train_labels),
-            validation=(test_images[..., np.newaxis], test_labels),
-            maximum=255,
-            class_names=self._class_names,
-            batch_size=batch_size,
-            normalize=normalize,
-            seed=seed,
-            drop_remainder=drop_remainder,
-            prefetch=prefetch,
-        )
+            splits.append((images[..., np.newaxis], labels))
+        return splits[0], splits[1], self._class_names
 
     def _read(self, name: str, directory: Path, download: bool, rank: int) -> np.ndarray:
         sha256, size = self._checksums[name]
@@ -179,17 +143,13 @@ _PARAMETERS_DOC = """
         ``~/.cache/s4tf``).
     download : bool
         Download missing or corrupt files (SHA-256 verified).
-    normalize : bool or (mean, std)
-        ``False`` (default): images scaled to [0, 1]. ``True``: then
-        standardised by the training set's mean and standard deviation
-        ({statistics}). A ``(mean, std)`` pair: standardised by those.
-    seed : int or None
-        Seeds the training shuffle (see :class:`Batches`).
-    drop_remainder : bool
-        Skip the last, smaller training batch.
-    prefetch : bool
-        Prepare the next batch in a background thread.
 """
+
+
+def _parameters_doc(directory: str, statistics: str) -> str:
+    return _PARAMETERS_DOC.format(directory=directory) + _options_doc(
+        standard=f"by the training set's mean and standard deviation ({statistics})"
+    )
 
 
 class MNIST(_IDXDataset):
@@ -199,7 +159,7 @@ class MNIST(_IDXDataset):
     Images are 28x28x1 float32 in [0, 1]; labels are the digits 0-9 (int32).
     The validation split is MNIST's official test set.
 """
-        + _PARAMETERS_DOC.format(directory="mnist", statistics="0.1307 and 0.3081")
+        + _parameters_doc("mnist", "0.1307 and 0.3081")
         + """
     Examples
     --------
@@ -237,7 +197,7 @@ class FashionMNIST(_IDXDataset):
 
     60,000 training and 10,000 validation images, in MNIST's file format.
 """
-        + _PARAMETERS_DOC.format(directory="fashion_mnist", statistics="0.2860 and 0.3530")
+        + _parameters_doc("fashion_mnist", "0.2860 and 0.3530")
         + """
     Examples
     --------
@@ -276,9 +236,7 @@ class KuzushijiMNIST(_IDXDataset):
     60,000 training and 10,000 validation images, in MNIST's file format.
     Class names are the romanised syllables (``"o"``, ``"ki"``, ...).
 """
-        + _PARAMETERS_DOC.format(
-            directory="kuzushiji_mnist", statistics="computed exactly from the training files"
-        )
+        + _parameters_doc("kuzushiji_mnist", "computed exactly from the training files")
         + """
     Examples
     --------

@@ -216,14 +216,14 @@ class _Separable(Layer):
         n = self._rank
         channels_last_check(self, input, n, shape_of(self.depthwise_filter)[-2])
         if n == 1:
-            # A 1-D depthwise convolution is a 2-D one over a height-1 image.
-            out = nn.depthwise_conv2d(expand_dims(input, 1), expand_dims(self.depthwise_filter, 0),
-                                      strides=(1,) + self.strides, padding=self.padding)
-            out = squeeze(nn.conv2d(out, expand_dims(self.pointwise_filter, 0)), 1)
+            # A 1-D separable convolution is a 2-D one over a height-1 image.
+            out = squeeze(nn.separable_conv2d(
+                expand_dims(input, 1), expand_dims(self.depthwise_filter, 0),
+                expand_dims(self.pointwise_filter, 0), strides=(1,) + self.strides,
+                padding=self.padding), 1)
         else:
-            out = nn.depthwise_conv2d(input, self.depthwise_filter, strides=self.strides,
-                                      padding=self.padding)
-            out = nn.conv2d(out, self.pointwise_filter)
+            out = nn.separable_conv2d(input, self.depthwise_filter, self.pointwise_filter,
+                                      strides=self.strides, padding=self.padding)
         return self.activation(out + self.bias if self.bias is not None else out)
 
 

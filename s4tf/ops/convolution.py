@@ -25,7 +25,7 @@ from .shapes import reshape, shape_of
 from .window_geometry import check_input, expand, explicit_padding, output_size, transposed_size
 
 __all__ = ["conv1d", "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d",
-           "conv3d_transpose", "depthwise_conv2d"]
+           "conv3d_transpose", "depthwise_conv2d", "separable_conv2d"]
 
 
 def _describe(args, error):
@@ -320,3 +320,57 @@ def depthwise_conv2d(input, filter, strides=(1, 1), padding="valid", dilations=(
     # (h, w, C, M) -> (h, w, 1, C * M): one group per channel, outputs c * M + m.
     grouped = reshape(filter, w_shape[:2] + (1, channels * w_shape[3]))
     return _convolve(input, grouped, 2, strides, padding, dilations, channels, op)
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides=(1, 1), padding="valid",
+                     dilations=(1, 1)):
+    """Depthwise-separable 2-D convolution: a depthwise convolution, then a 1x1 one.
+
+    TensorFlow's ``tf.nn.separable_conv2d``: ``strides``, ``padding`` and
+    ``dilations`` apply to the depthwise step; the pointwise step mixes the
+    ``in_channels * multiplier`` channels with stride 1. Being built from
+    :func:`depthwise_conv2d` and :func:`conv2d`, it differentiates to any order.
+
+    Parameters
+    ----------
+    input : Tensor
+        ``(batch, height, width, in_channels)``.
+    depthwise_filter : Tensor
+        ``(height, width, in_channels, multiplier)``.
+    pointwise_filter : Tensor
+        ``(1, 1, in_channels * multiplier, out_channels)``.
+    strides, dilations : int or tuple of 2 ints
+    padding : {"valid", "same"}
+
+    Returns
+    -------
+    Tensor
+        ``(batch, out_height, out_width, out_channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> y = s4tf.nn.separable_conv2d(s4tf.ones([1, 5, 5, 3]), s4tf.ones([3, 3, 3, 2]),
+    ...                              s4tf.ones([1, 1, 6, 4]), padding="same")
+    >>> y.shape
+    (1, 5, 5, 4)
+    >>> float(y[0, 2, 2, 0])      # 3 channels x 2 multipliers x 9 taps, summed over 6
+    54.0
+    """
+    op = "separable_conv2d"
+    x_shape = check_input(input, 2, op)
+    d_shape = _check_filter(depthwise_filter, 2, op,
+                            "depthwise_filter is (height, width, in_channels, multiplier)")
+    p_shape = _check_filter(pointwise_filter, 2, op,
+                            "pointwise_filter is (1, 1, in_channels * multiplier, out_channels)")
+    # Checked here, before either step, so that errors name this op and all three shapes.
+    if d_shape[2] != x_shape[-1] or p_shape[:3] != (1, 1, d_shape[2] * d_shape[3]):
+        raise ValueError(
+            f"{op}: input {x_shape}, depthwise_filter {d_shape} and pointwise_filter {p_shape} "
+            f"do not fit: the depthwise filter must be (height, width, {x_shape[-1]}, multiplier) "
+            f"for an input of {x_shape[-1]} channels, and the pointwise filter "
+            f"(1, 1, {d_shape[2] * d_shape[3]}, out_channels) to take its "
+            f"{d_shape[2]} * {d_shape[3]} output channels."
+        )
+    depthwise = depthwise_conv2d(input, depthwise_filter, strides, padding, dilations)
+    return _convolve(depthwise, pointwise_filter, 2, 1, "valid", 1, 1, op)

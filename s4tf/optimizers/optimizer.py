@@ -7,6 +7,11 @@ gradient, decides with :mod:`s4tf.cow` which parameter buffers nobody else can
 see, consumes the old model if it writes any in place, and runs the subclass's
 per-parameter rule (:meth:`Optimizer.update_parameter`) on each buffer: in
 place, or on a fresh copy when the old value must stay observable.
+
+Gradients and state slots stay on the parameter's backend: eager backends run
+the rule on their own arrays; the lazy xla backend runs it on
+:class:`~.tensor_buffers.TensorBuffer` objects, so the update joins the step's
+graph and returns new tensors (the old buffers are donated when unused).
 """
 
 from __future__ import annotations
@@ -17,13 +22,12 @@ import typing
 import numpy as np
 
 from .. import cow
-from ..autodiff.diagnostics import user_location
-from ..consumed import consume as _consume
 from ..cow import calibration
 from ..differentiable import Differentiable
 from ..tensor import Tensor
 from ..tree import tree_flatten
 from ._paths import leaf_paths
+from .tensor_buffers import TensorBuffer, full_on
 
 __all__ = ["Optimizer"]
 
@@ -68,11 +72,9 @@ class Optimizer:
         self._dtypes = [np.dtype(np.float64) if isinstance(x, float) else x.dtype.numpy
                         for x in leaves]
         self.step = 0
-        self._state: list[dict[str, Tensor]] = [
-            {name: Tensor._wrap(self.initial_state(name, shape, dtype), _host_backend())
-             for name in self.state_names}
-            for shape, dtype in zip(self._shapes, self._dtypes, strict=True)
-        ]
+        # Slots are made at first use, on the parameter's backend (see _slots):
+        # None until then, so a model on a device never has its state made on the host.
+        self._state: list[dict[str, Tensor] | None] = [None] * len(leaves)
 
     # What subclasses customise.
     def initial_state(self, name: str, shape: tuple, dtype) -> np.ndarray:
@@ -85,7 +87,13 @@ class Optimizer:
 
     def update_parameter(self, param: np.ndarray, grad: np.ndarray, state: dict,
                          constants: dict) -> None:
-        """Write one parameter's update into ``param`` and its ``state`` slots, in place."""
+        """Write one parameter's update into ``param`` and its ``state`` slots, in place.
+
+        Write it with in-place NumPy (``param -= x``, ufuncs with ``out=``,
+        ``np.empty_like``, ``np.copyto``): the arrays are the backend's own on
+        eager backends (NumPy, CuPy) and :class:`~s4tf.optimizers.tensor_buffers.TensorBuffer`
+        objects on the lazy xla backend, which record the same operations.
+        """
         raise NotImplementedError(f"update_parameter is abstract: {type(self).__name__} must define it.")
 
     # The update.
@@ -119,41 +127,24 @@ class Optimizer:
         # Measured first, before any other local refers to the model.
         count = sys.getrefcount(model)
         if calibration.probing is not None:
-            calibration.record_probe(count)
+            calibration.record_probe(model, count, sys._getframe(1))
         grad_arrays = self._gradients(model, grads)
-        root_unique = cow.root_is_unique(model, count, _ROOT_BASELINE, consume)
-        found = cow.analyze(model, root_unique)
-        location = user_location()
-        cls = type(model)
-        fields = _consume(model, location) if root_unique else None
         self.step += 1
         constants = self.step_constants(self.step)
-        new_leaves = [
-            self._apply(i, leaf, grad, in_place, constants)
-            for i, (leaf, grad, in_place) in enumerate(
-                zip(found.leaves, grad_arrays, found.in_place, strict=True))
-        ]
-        if fields is not None:
-            new = cow.rebuild_consumed(cls, fields, iter(new_leaves), found)
-        else:
-            new = cow.rebuild(model, iter(new_leaves), found)
-        if cow.debug_enabled() and not all(found.in_place):
-            self._report_copy(model, count, consume, root_unique, found, location, fields)
-        return new
 
-    def _report_copy(self, model, count, consume, root_unique, found, location, fields):
-        sizes = zip(self._shapes, self._dtypes, strict=True)
-        nbytes = sum(int(np.prod(s)) * d.itemsize for s, d in sizes)
-        # A consumed model must not be touched again: it would raise.
-        reason = None if root_unique else cow.copy_reason(model, count, _ROOT_BASELINE, consume)
-        blocker = found.blocker
-        if not root_unique and reason is None:
-            blocker = model  # someone else holds the model itself
-        cow.report_copy(f"{type(self).__name__}.update", nbytes, blocker, location,
-                        ignore=(found, found.leaves, fields), own=found.visited, reason=reason)
+        def new_leaf(i, leaf, in_place):
+            return self._apply(i, leaf, grad_arrays[i], in_place, constants)
+
+        return cow.update(model, count, _ROOT_BASELINE, consume, new_leaf,
+                          f"{type(self).__name__}.update", sys._getframe(1))
 
     def _gradients(self, model, grads) -> list:
-        """The gradient of every leaf as a NumPy array, checked before anything is written."""
+        """Every leaf's gradient, checked before anything is written.
+
+        A tensor leaf's gradient is a Tensor on the leaf's backend with its dtype
+        (moved there if it came from another backend); a float leaf's is a 0-d
+        float64 host array.
+        """
         leaves, treedef = tree_flatten(model, differentiable=True)
         name = type(self).__name__
         if len(leaves) != len(self._shapes):
@@ -170,7 +161,7 @@ class Optimizer:
                 f"Pass the gradient of this {type(model).__name__}, e.g. from "
                 "s4tf.value_with_gradient(model, of=loss_fn)."
             ) from None
-        out = []
+        checked = []
         for path, leaf, grad, shape, dtype in zip(self._paths, leaves, tangents, self._shapes,
                                                   self._dtypes, strict=True):
             leaf_shape = () if isinstance(leaf, float) else leaf.shape
@@ -179,24 +170,52 @@ class Optimizer:
                     f"{name}.update: parameter {path!r} has shape {leaf_shape}, but the optimizer "
                     f"was made for shape {shape}. Make a new optimizer for the changed model."
                 )
-            out.append(_gradient_array(name, path, grad, shape, dtype))
-        return out
+            checked.append(_gradient_array(name, path, grad, shape, dtype))
+        # Conversions only after every gradient passed: a bad one must not cost a transfer.
+        return [_on_backend_of(leaf, grad, dtype)
+                for leaf, grad, dtype in zip(leaves, checked, self._dtypes, strict=True)]
+
+    def _slots(self, i: int, backend) -> dict:
+        """Parameter ``i``'s state slots as Tensors on ``backend``, made or moved there."""
+        slots = self._state[i]
+        if slots is None:
+            shape, dtype = self._shapes[i], self._dtypes[i]
+            slots = {name: _tensor_on(backend, self.initial_state(name, shape, dtype), dtype)
+                     for name in self.state_names}
+        elif any(t._backend is not backend for t in slots.values()):
+            # The model moved to another backend after the optimizer was made.
+            slots = {name: t if t._backend is backend else t.to(backend.name)
+                     for name, t in slots.items()}
+        self._state[i] = slots
+        return slots
 
     def _apply(self, i, leaf, grad, in_place, constants):
-        state = {name: t._data for name, t in self._state[i].items()}
         if isinstance(leaf, float):
+            slots = self._slots(i, _host_backend())
+            state = {name: t._data for name, t in slots.items()}
             param = np.array(leaf, np.float64)
             self.update_parameter(param, grad, state, constants)
             return float(param)
-        if in_place:
-            self.update_parameter(leaf._data, grad, state, constants)
-            return leaf
         backend = leaf._backend
-        param = np.array(backend.to_numpy(leaf._data), copy=True)
-        self.update_parameter(param, grad, state, constants)
-        if getattr(backend, "xp", None) is np:
+        slots = self._slots(i, backend)
+        if backend.supports_inplace:
+            # Eager backends (NumPy, CuPy) run the rule on their own arrays: both
+            # speak NumPy's ufunc and array-function protocols.
+            state = {name: t._data for name, t in slots.items()}
+            if in_place:
+                self.update_parameter(leaf._data, grad._data, state, constants)
+                return leaf
+            param = backend.xp.array(leaf._data, copy=True)
+            self.update_parameter(param, grad._data, state, constants)
             return Tensor._wrap(param, backend)
-        return Tensor._wrap(backend.asarray(param, leaf.dtype), backend)
+        # The lazy backend: the rule records new values; the old tensors are
+        # never written, so whoever still holds them keeps their values, and
+        # buffers nobody holds are donated at the next barrier.
+        param = TensorBuffer(leaf)
+        state = {name: TensorBuffer(t) for name, t in slots.items()}
+        self.update_parameter(param, TensorBuffer(grad), state, constants)
+        self._state[i] = {name: buffer.tensor for name, buffer in state.items()}
+        return param.tensor
 
     # Saving and restoring.
     def state_dict(self) -> dict:
@@ -214,9 +233,15 @@ class Optimizer:
         out = {"step": np.array(self.step, np.int64)}
         for name in self.hyperparameters:
             out[f"hyper.{name}"] = np.array(float(getattr(self, name)), np.float64)
-        for path, slots in zip(self._paths, self._state, strict=True):
-            for slot, tensor in slots.items():
-                out[f"slot.{slot}.{path}"] = np.array(tensor._data, copy=True)
+        for path, slots, shape, dtype in zip(self._paths, self._state, self._shapes,
+                                             self._dtypes, strict=True):
+            for slot in self.state_names:
+                if slots is None:
+                    value = self.initial_state(slot, shape, dtype)
+                else:
+                    # A host copy whatever the backend (on xla this runs pending work).
+                    value = np.array(slots[slot].numpy(), copy=True)
+                out[f"slot.{slot}.{path}"] = value
         return out
 
     def load_state_dict(self, state: dict) -> None:
@@ -239,16 +264,16 @@ class Optimizer:
                 "Load a state saved by the same optimizer class for a model of this structure."
             )
         new_slots = []
-        for path, slots, shape, dtype in zip(self._paths, self._state, self._shapes,
-                                             self._dtypes, strict=True):
+        for path, shape, dtype in zip(self._paths, self._shapes, self._dtypes, strict=True):
             loaded = {}
-            for slot in slots:
+            for slot in self.state_names:
                 value = np.asarray(state[f"slot.{slot}.{path}"])
                 if value.shape != shape:
                     raise ValueError(
                         f"{type(self).__name__}.load_state_dict: slot {slot!r} of {path!r} has "
                         f"shape {value.shape}, expected {shape}."
                     )
+                # On the host; _slots moves it to the parameter's backend at first use.
                 loaded[slot] = Tensor._wrap(np.array(value, dtype, copy=True), _host_backend())
             new_slots.append(loaded)
         self._state = new_slots
@@ -267,12 +292,13 @@ def _host_backend():
     return get_backend_object("naive")
 
 
-def _gradient_array(name, path, grad, shape, dtype) -> np.ndarray:
+def _gradient_array(name, path, grad, shape, dtype):
+    """``grad`` checked against its parameter's shape and dtype (None and numbers pass)."""
     if grad is None:
-        return np.zeros(shape, dtype)
+        return None
     if isinstance(grad, float | int) and not isinstance(grad, bool):
         if shape == ():
-            return np.asarray(grad, dtype)
+            return float(grad)
         raise TypeError(
             f"{name}.update: the gradient of {path!r} is the number {grad!r}, but the parameter is "
             f"a tensor of shape {shape}; pass a Tensor of that shape (or None for zero)."
@@ -292,7 +318,31 @@ def _gradient_array(name, path, grad, shape, dtype) -> np.ndarray:
             f"{name}.update: the gradient of {path!r} has dtype {grad.dtype}, but the parameter "
             f"is {np.dtype(dtype).name}; cast it with grad.astype(...) first."
         )
-    return np.asarray(grad._backend.to_numpy(grad._data))
+    return grad
+
+
+def _on_backend_of(leaf, grad, dtype):
+    """A checked gradient where its parameter's rule runs, in the parameter's dtype."""
+    if isinstance(leaf, float):
+        if isinstance(grad, Tensor):
+            return np.asarray(grad.numpy(), np.float64)
+        return np.asarray(0.0 if grad is None else grad, np.float64)
+    backend = leaf._backend
+    if grad is None:
+        return full_on(backend, leaf.shape, dtype, 0)
+    if not isinstance(grad, Tensor):
+        return full_on(backend, leaf.shape, dtype, grad)
+    if grad._backend is not backend:
+        grad = grad.to(backend.name)
+    if grad._data.dtype != dtype:
+        grad = grad.astype(dtype)  # only 0-d gradients get here (checked above)
+    return grad
+
+
+def _tensor_on(backend, value: np.ndarray, dtype) -> Tensor:
+    if getattr(backend, "xp", None) is np and value.dtype == dtype:
+        return Tensor._wrap(value, backend)  # already a fresh host array: no copy
+    return Tensor._wrap(backend.asarray(value, dtype), backend)
 
 
 class _ProbeModel(Differentiable):
@@ -307,11 +357,11 @@ class _ProbeOptimizer(Optimizer):
         param -= grad
 
 
-def _calibrate() -> int | None:
+def _calibrate() -> calibration.RootBaseline | None:
     optimizer = _ProbeOptimizer(_ProbeModel(0.0))
     return calibration.calibrate_root(
         optimizer.update, lambda: _ProbeModel(0.0), args=(_ProbeModel.TangentVector(w=1.0),),
-        keyword="model", arg_names=("grads",),
+        calls=("entry({value}, args[0])", "entry(model={value}, grads=args[0])"),
     )
 
 

@@ -37,9 +37,13 @@ def test_nested_tangent_vectors_are_synthesized():
     )
     assert Point.TangentVector._s4tf_field_names == ("x", "y")  # label has no derivative
     pair = PointPair(Point(1.0, 2.0), Point(3.0, 4.0))
+    kept = pair.moved(along=tangent, consume=False)
+    assert (kept.p1.x, kept.p1.y, kept.p2.x) == (1.01, 2.0, 3.01)
+    assert pair.p1.x == 1.0  # consume=False made a new value and kept the old one
     moved = pair.moved(along=tangent)
     assert (moved.p1.x, moved.p1.y, moved.p2.x) == (1.01, 2.0, 3.01)
-    assert pair.p1.x == 1.0  # moving made a new value
+    with pytest.raises(s4tf.ConsumedValueError, match="test_differentiable.py"):
+        _ = pair.p1  # the sole reference was consumed by the move
 
 
 def test_gradient_of_a_function_of_points():
@@ -130,7 +134,7 @@ def test_moved_gives_the_new_value_its_own_state_cells():
         running: s4tf.State = s4tf.no_derivative(default=None)
 
     old = Stats(w=s4tf.ones([2]), running=s4tf.State(s4tf.zeros([2])))
-    new = old.moved(along=Stats.TangentVector(w=s4tf.ones([2])))
+    new = old.moved(along=Stats.TangentVector(w=s4tf.ones([2])), consume=False)
     assert new.running is not old.running
     new.running.value = new.running.value + 1
     assert old.running.value.tolist() == [0.0, 0.0]

@@ -64,3 +64,21 @@ def test_constructor_errors():
         layers.Conv1D(filter_shape=(3, 1, 1), padding="full")
     with pytest.raises(ValueError, match="pointwise_filter_shape must be"):
         layers.SeparableConv2D(depthwise_filter_shape=(3, 3, 4, 2), pointwise_filter_shape=(1, 1, 4, 6))
+
+
+def test_separable_layers_are_nn_separable_conv2d_plus_bias():
+    sep = layers.SeparableConv2D(depthwise_filter_shape=(3, 2, 2, 2), pointwise_filter_shape=(1, 1, 4, 3),
+                                 strides=2, padding="same", activation=s4tf.tanh, dtype=F64)
+    sep = s4tf.replace(sep, bias=_x((3,), seed=1))
+    x = _x((2, 5, 6, 2), seed=2)
+    want = s4tf.tanh(s4tf.nn.separable_conv2d(x, sep.depthwise_filter, sep.pointwise_filter,
+                                              strides=2, padding="same") + sep.bias)
+    np.testing.assert_allclose(sep(x).numpy(), want.numpy(), rtol=1e-12)
+    # The 1-D layer is the 2-D one on images of height 1.
+    sep1 = layers.SeparableConv1D(depthwise_filter_shape=(3, 2, 2), pointwise_filter_shape=(1, 4, 3),
+                                  strides=2, padding="same", dtype=F64)
+    x1 = _x((2, 7, 2), seed=3)
+    want1 = s4tf.nn.separable_conv2d(x1.expand_dims(1), sep1.depthwise_filter.expand_dims(0),
+                                     sep1.pointwise_filter.expand_dims(0), strides=(1, 2),
+                                     padding="same")
+    np.testing.assert_allclose(sep1(x1).numpy(), want1.squeeze(1).numpy(), rtol=1e-12)

@@ -1,5 +1,7 @@
 """Embedding: layout, lookup, in-place gradient accumulation, index checks."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -25,3 +27,34 @@ def test_bad_indices_are_explained():
         embed(s4tf.Tensor([0, 5]))
     with pytest.raises(ValueError, match="expected int indices, got a float32"):
         embed(s4tf.Tensor([0.0]))
+
+
+def test_bad_indices_are_explained_on_every_eager_backend(backend):
+    if backend == "xla":
+        pytest.skip("the lazy backend does not check indices; see the test below")
+    embed = layers.Embedding(vocabulary_size=3, embedding_size=2)
+    with pytest.raises(ValueError, match=r"got values from -1 to 0"):
+        embed(s4tf.Tensor([0, -1]))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs the xla backend")
+def test_lazy_lookups_run_no_graph_and_follow_jax_gather_rules():
+    with s4tf.backend("xla"):
+        s4tf.random.seed(0)
+        embed = layers.Embedding(vocabulary_size=3, embedding_size=2)
+        pending = s4tf.Tensor([0, 1, 2]) + s4tf.Tensor([0, 0, 0])  # computed, still pending
+        loaded = s4tf.Tensor([0, 5, -1])
+        s4tf.barrier()
+        table = embed.embeddings.numpy()
+        pending = pending * 1  # pending again after the barrier
+        s4tf.xla.reset_metrics()
+        out_pending, out_loaded = embed(pending), embed(loaded)
+        assert s4tf.xla.metrics()["executions"] == 0
+        np.testing.assert_array_equal(out_pending.numpy(), table)
+        # The documented behaviour: -1 counts from the end, 5 is a NaN row.
+        got = out_loaded.numpy()
+        np.testing.assert_array_equal(got[[0, 2]], table[[0, 2]])
+        assert np.isnan(got[1]).all()
+        # ... and the out-of-range index's gradient is dropped, not clamped onto row 2.
+        grad = s4tf.gradient(embed, of=lambda m: m(loaded).sum())
+        np.testing.assert_array_equal(grad.embeddings.numpy(), [[1, 1], [0, 0], [1, 1]])

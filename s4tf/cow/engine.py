@@ -1,0 +1,111 @@
+"""The copy-on-write update engine, shared by every entry point.
+
+``opt.update(model, grads)``, ``s4tf.moved(value, along)`` and
+``value.moved(along=)`` differ only in what they write into each leaf. Each
+measures its argument's reference count on its first line (before any other
+local refers to it) and hands the rest to :func:`update`: decide whether the
+caller held the only reference, find which buffers nobody else can see,
+consume the old root if it is unique, produce every new leaf (in place where
+allowed), and rebuild the new value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autodiff.diagnostics import user_location
+from ..consumed import can_consume
+from ..consumed import consume as consume_value
+from ..differentiable import Differentiable
+from ..tensor import Tensor
+from .calibration import RootBaseline, in_place_supported, mode
+from .holders import debug_enabled, report_copy
+from .walk import analyze, rebuild, rebuild_consumed
+
+__all__ = ["copy_reason", "root_is_unique", "update"]
+
+
+def root_is_unique(value, count: int, baseline: RootBaseline | None, consume: bool,
+                   caller) -> bool:
+    """Whether an entry point may consume ``value``, given the count it measured.
+
+    ``caller`` is the frame that called the entry point.
+
+    Examples
+    --------
+    >>> import sys
+    >>> from s4tf.cow import root_is_unique
+    >>> root_is_unique([1.0], count=3, baseline=None, consume=True, caller=sys._getframe())
+    False
+    """
+    return (
+        consume
+        and baseline is not None
+        and isinstance(value, Differentiable)
+        and can_consume(value)
+        and mode() == "auto"
+        and in_place_supported()
+        and baseline.allows(value, count, caller)
+    )
+
+
+def copy_reason(value, baseline: RootBaseline | None, consume: bool) -> str | None:
+    """Why an update copies regardless of who holds ``value``; ``None`` if holders decide."""
+    if not consume:
+        return "consume=False was passed"
+    if mode() != "auto":
+        return "S4TF_COPY_ON_WRITE=always-copy is set"
+    if not in_place_supported():
+        return "this interpreter's reference counts cannot prove uniqueness (copying is safe)"
+    if baseline is None:
+        return "reference-count calibration failed on this interpreter (copying is safe)"
+    if not (isinstance(value, Differentiable) and can_consume(value)):
+        return (f"a {type(value).__name__} cannot be consumed; only s4tf.Differentiable models "
+                "are updated in place")
+    return None
+
+
+def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_leaf, what: str,
+           caller):
+    """``value`` with every leaf replaced by ``new_leaf(i, leaf, in_place)``.
+
+    The entry point measured ``count`` with ``sys.getrefcount(value)`` on its
+    first line; ``caller`` is the frame that called the entry point. ``new_leaf`` gets each leaf
+    in ``tree_flatten(value, differentiable=True)`` order and may write into
+    the leaf's storage only when ``in_place`` is true; by then the old root has
+    been consumed if it was unique. Anything the entry point must validate, it
+    validates before calling this.
+
+    Examples
+    --------
+    >>> import sys, s4tf
+    >>> from s4tf import cow
+    >>> cow.update([s4tf.ones([2])], sys.getrefcount(None), None, True,
+    ...            lambda i, leaf, in_place: leaf * 2, "example", sys._getframe())[0].tolist()
+    [2.0, 2.0]
+    """
+    root_unique = root_is_unique(value, count, baseline, consume, caller)
+    found = analyze(value, root_unique)
+    location = user_location()
+    cls = type(value)
+    fields = consume_value(value, location) if root_unique else None
+    leaves = [new_leaf(i, leaf, in_place)
+              for i, (leaf, in_place) in enumerate(zip(found.leaves, found.in_place, strict=True))]
+    if fields is not None:
+        new = rebuild_consumed(cls, fields, iter(leaves), found)
+    else:
+        new = rebuild(value, iter(leaves), found)
+    if debug_enabled() and not all(found.in_place):
+        reason = None if root_unique else copy_reason(value, baseline, consume)
+        blocker = found.blocker
+        if not root_unique and reason is None:
+            blocker = value  # someone else holds the value itself
+        # A consumed value must not be touched again: it would raise.
+        report_copy(what, _nbytes(found.leaves), blocker, location,
+                    ignore=(found, found.leaves, fields), own=found.visited, reason=reason)
+    return new
+
+
+def _nbytes(leaves) -> int:
+    return sum(int(np.prod(x.shape)) * x.dtype.numpy.itemsize if isinstance(x, Tensor) else 8
+               for x in leaves)
