@@ -55,7 +55,8 @@ def measure(cls, kwargs, parameters, consume):
     model = opt.update(model, grads, consume=consume)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return nbytes, peak
+    state = sum(v.nbytes for k, v in opt.state_dict().items() if k.startswith("slot."))
+    return nbytes, peak, state
 
 
 def main() -> None:
@@ -63,12 +64,16 @@ def main() -> None:
     parser.add_argument("--parameters", type=int, default=50_000_000)
     args = parser.parse_args()
     results = {}
-    for cls, kwargs in ((optimizers.SGD, {"momentum": 0.9}), (optimizers.Adam, {})):
+    runs = (("SGD", optimizers.SGD, {}), ("SGD_momentum", optimizers.SGD, {"momentum": 0.9}),
+            ("Adam", optimizers.Adam, {}))
+    for name, cls, kwargs in runs:
         for label, consume in (("in_place", True), ("copy", False)):
-            nbytes, peak = measure(cls, kwargs, args.parameters, consume)
-            results[f"{cls.__name__}.{label}"] = {
+            nbytes, peak, state = measure(cls, kwargs, args.parameters, consume)
+            results[f"{name}.{label}"] = {
                 "parameter_bytes": nbytes, "peak_extra_bytes": peak,
-                "peak_percent_of_parameters": round(100 * peak / nbytes, 3)}
+                "peak_percent_of_parameters": round(100 * peak / nbytes, 3),
+                # What the optimizer keeps between steps (moments, velocity).
+                "optimizer_state_percent_of_parameters": round(100 * state / nbytes, 3)}
     print(json.dumps(results, indent=2))
 
 

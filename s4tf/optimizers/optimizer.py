@@ -178,11 +178,15 @@ class Optimizer:
     def _slots(self, i: int, backend) -> dict:
         """Parameter ``i``'s state slots as Tensors on ``backend``, made or moved there."""
         slots = self._state[i]
-        if slots is None:
+        names = self.state_names
+        if slots is None or slots.keys() != set(names):
+            # First use, or the slots changed with a hyperparameter (SGD's momentum).
             shape, dtype = self._shapes[i], self._dtypes[i]
-            slots = {name: _tensor_on(backend, self.initial_state(name, shape, dtype), dtype)
-                     for name in self.state_names}
-        elif any(t._backend is not backend for t in slots.values()):
+            old = slots or {}
+            slots = {name: old[name] if name in old else
+                     _tensor_on(backend, self.initial_state(name, shape, dtype), dtype)
+                     for name in names}
+        if any(t._backend is not backend for t in slots.values()):
             # The model moved to another backend after the optimizer was made.
             slots = {name: t if t._backend is backend else t.to(backend.name)
                      for name, t in slots.items()}
@@ -236,7 +240,7 @@ class Optimizer:
         for path, slots, shape, dtype in zip(self._paths, self._state, self._shapes,
                                              self._dtypes, strict=True):
             for slot in self.state_names:
-                if slots is None:
+                if slots is None or slot not in slots:
                     value = self.initial_state(slot, shape, dtype)
                 else:
                     # A host copy whatever the backend (on xla this runs pending work).

@@ -34,7 +34,6 @@ class SGD(Optimizer):
     [0.5, 0.5]
     """
 
-    state_names = ("velocity",)
     hyperparameters = ("learning_rate", "momentum", "decay")
 
     def __init__(self, model, learning_rate: float = 0.01, momentum: float = 0.0,
@@ -49,10 +48,19 @@ class SGD(Optimizer):
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate / (1 + self.decay * step), "momentum": self.momentum}
 
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        # Without momentum the velocity is just -lr * grad: keeping it would hold a
+        # second model-sized buffer for nothing (DESIGN: never two copies).
+        return ("velocity",) if self.momentum else ()
+
     def update_parameter(self, param, grad, state, constants) -> None:
         lr, momentum = constants["lr"], constants["momentum"]
-        velocity = state["velocity"]
         scaled_grad = np.multiply(grad, lr, out=np.empty_like(param))  # the one temporary
+        if "velocity" not in state:
+            param -= scaled_grad
+            return
+        velocity = state["velocity"]
         velocity *= momentum
         velocity -= scaled_grad
         if self.nesterov:

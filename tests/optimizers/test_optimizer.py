@@ -107,3 +107,16 @@ def test_clip_by_global_norm():
     assert optimizers.global_norm(clipped) == pytest.approx(2.5, rel=1e-6)
     assert clipped.b == pytest.approx(2.0)
     assert optimizers.clip_by_global_norm(grads, max_norm=10.0) is grads
+
+
+def test_sgd_without_momentum_keeps_no_velocity_until_momentum_is_set():
+    model = [s4tf.Tensor([1.0, 2.0])]
+    opt = optimizers.SGD(model, learning_rate=0.5)
+    model = opt.update(model, [s4tf.Tensor([1.0, 1.0])])
+    assert not [k for k in opt.state_dict() if k.startswith("slot.")]
+    assert model[0].tolist() == [0.5, 1.5]
+    opt.momentum = 0.5
+    model = opt.update(model, [s4tf.Tensor([1.0, 1.0])])  # velocity starts at zero
+    model = opt.update(model, [s4tf.Tensor([1.0, 1.0])])  # v = 0.5 * -0.5 - 0.5 = -0.75
+    assert model[0].tolist() == [-0.75, 0.25]
+    assert opt.state_dict()["slot.velocity.0"].tolist() == [-0.75, -0.75]
