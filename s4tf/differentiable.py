@@ -285,6 +285,14 @@ def _is_zero(value) -> bool:
 
 
 def _combine(a, b, op, zero_left, zero_right):
+    kind = type(a)
+    if kind is Tensor and type(b) is Tensor:
+        return op(a, b)  # the common leaf: two tensors (neither is a zero scalar)
+    if kind is type(b) and isinstance(a, TangentVectorBase):
+        return _new(kind, {
+            n: _combine(getattr(a, n), getattr(b, n), op, zero_left, zero_right)
+            for n in kind._s4tf_field_names
+        })
     if isinstance(a, TangentVectorBase) or isinstance(b, TangentVectorBase):
         cls = type(a) if isinstance(a, TangentVectorBase) else type(b)
         return _new(cls, {
@@ -318,6 +326,8 @@ def _new(cls, fields):
 
 
 def _scale(a, fn):
+    if type(a) is Tensor:
+        return fn(a)
     if isinstance(a, TangentVectorBase):
         return _new(type(a), {n: _scale(getattr(a, n), fn) for n in type(a)._s4tf_field_names})
     if isinstance(a, list | tuple):

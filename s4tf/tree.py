@@ -36,8 +36,10 @@ class TreeDef:
 
     def unflatten(self, leaves):
         """The value with this structure and ``leaves`` in order."""
+        if self.kind == _LEAF and type(leaves) is list and len(leaves) == 1:
+            return leaves[0]  # the common point of differentiation: one tensor or float
         iterator = iter(leaves)
-        value = self._build(iterator, tangent=False)
+        value = self._build_all(iterator, tangent=False)
         if next(iterator, _END) is not _END:
             raise ValueError(f"too many leaves for this structure (it takes {self.num_leaves}).")
         return value
@@ -48,8 +50,9 @@ class TreeDef:
         Differentiable dataclasses become their ``TangentVector`` class with only
         the differentiable fields; ``None`` leaves stay ``None``.
         """
-        iterator = iter(leaves)
-        return self._build(iterator, tangent=True)
+        if self.kind == _LEAF and type(leaves) is list and leaves:
+            return leaves[0]
+        return self._build_all(iter(leaves), tangent=True)
 
     def tangent_leaves(self, tangent) -> list:
         """The leaf tangents of ``tangent``, aligned with this structure's leaves.
@@ -93,16 +96,22 @@ class TreeDef:
         for name, child in zip(names, self.children, strict=False):
             child._align(None if tangent is None or _is_zero_scalar(tangent) else getattr(tangent, name, None), out)
 
+    def _build_all(self, leaves, tangent):
+        try:
+            return self._build(leaves, tangent)
+        except StopIteration:
+            raise ValueError("too few leaves for this structure.") from None
+
     def _build(self, leaves, tangent):
+        """The value (or tangent) from iterator ``leaves``; raises StopIteration when short."""
         kind = self.kind
         if kind == _LEAF:
-            try:
-                return next(leaves)
-            except StopIteration:
-                raise ValueError("too few leaves for this structure.") from None
+            return next(leaves)
         if kind == _STATIC:
             return None if tangent else self.meta
-        children = [child._build(leaves, tangent) for child in self.children]
+        # Leaf children are taken inline: most children of a model are its tensors.
+        children = [next(leaves) if child is _LEAF_DEF else child._build(leaves, tangent)
+                    for child in self.children]
         if kind == _LIST:
             return children
         if kind == _TUPLE:
@@ -119,7 +128,9 @@ class TreeDef:
             tangent_cls = cls.TangentVector
             wanted = tangent_cls._s4tf_field_names
             values = dict(zip(names, children, strict=False))
-            return _new_instance(tangent_cls, {n: values.get(n) for n in wanted})
+            if wanted != names:  # a hand-written TangentVector may name other fields
+                values = {n: values.get(n) for n in wanted}
+            return _new_instance(tangent_cls, values)
         fields = dict(static)
         fields.update(zip(names, children, strict=False))
         return _new_instance(cls, fields)
@@ -140,6 +151,8 @@ class TreeDef:
 
 
 _END = object()
+# Leaf structures carry nothing, so every leaf shares one (TreeDefs are never mutated).
+_LEAF_DEF = TreeDef(_LEAF)
 _KIND_NAMES = ["leaf", "static", "list", "tuple", "dict", "node", "state"]
 
 
@@ -164,16 +177,40 @@ def _is_float(value) -> bool:
 
 
 def _flatten(value, leaves, differentiable):
+    # Exact types first: the points and results of differentiation are almost always
+    # plain Tensors, floats, lists, tuples or Differentiable dataclasses (whose flatten
+    # plan is cached per class), and a type test is far cheaper than an isinstance chain.
+    kind = type(value)
+    if kind is Tensor:
+        if differentiable and not value.dtype.is_floating:
+            return TreeDef(_STATIC, value)
+        leaves.append(value)
+        return _LEAF_DEF
+    if kind is float:
+        leaves.append(value)
+        return _LEAF_DEF
+    if kind is list:
+        return TreeDef(_LIST, None, tuple([_flatten(v, leaves, differentiable) for v in value]))
+    if kind is tuple:
+        return TreeDef(_TUPLE, tuple, tuple([_flatten(v, leaves, differentiable) for v in value]))
+    plan = _PLANS.get((kind, differentiable))
+    if plan is not None:
+        return _flatten_node(value, plan, leaves, differentiable)
+    return _flatten_general(value, leaves, differentiable)
+
+
+def _flatten_general(value, leaves, differentiable):
+    """Subclasses (tracers, named tuples, ...), dicts, State cells and static values."""
     from .differentiable import Differentiable, State
 
     if isinstance(value, Tensor):
         if differentiable and not value.dtype.is_floating:
             return TreeDef(_STATIC, value)
         leaves.append(value)
-        return TreeDef(_LEAF)
+        return _LEAF_DEF
     if _is_float(value):
         leaves.append(value)
-        return TreeDef(_LEAF)
+        return _LEAF_DEF
     if isinstance(value, list):
         return TreeDef(_LIST, None, tuple(_flatten(v, leaves, differentiable) for v in value))
     if isinstance(value, tuple):
@@ -182,24 +219,44 @@ def _flatten(value, leaves, differentiable):
         keys = tuple(value)
         return TreeDef(_DICT, keys, tuple(_flatten(value[k], leaves, differentiable) for k in keys))
     if isinstance(value, Differentiable):
-        cls = type(value)
-        names, children, static = [], [], {}
-        skip = cls._s4tf_no_derivative if differentiable else ()
-        for name in cls._s4tf_all_fields:
-            field_value = value.__dict__.get(name, _MISSING)
-            if field_value is _MISSING:
-                field_value = getattr(value, name)
-            if name in skip:
-                static[name] = field_value
-                continue
-            names.append(name)
-            children.append(_flatten(field_value, leaves, differentiable))
-        return TreeDef(_NODE, (cls, tuple(names), static), tuple(children))
+        return _flatten_node(value, _plan(type(value), differentiable), leaves, differentiable)
     if isinstance(value, State):
         if differentiable:
             return TreeDef(_STATIC, value)
         return TreeDef(_STATE, type(value), (_flatten(value.value, leaves, differentiable),))
     return TreeDef(_STATIC, value)
+
+
+# (class, differentiable) -> (cls, child field names, ((field name, is static), ...)).
+# Differentiable classes live as long as the program, so a plain dict is the cache;
+# the field lists are fixed when the class is created (Differentiable.__init_subclass__).
+_PLANS: dict = {}
+
+
+def _plan(cls, differentiable):
+    """How to flatten instances of Differentiable ``cls``, computed once per class."""
+    plan = _PLANS.get((cls, differentiable))
+    if plan is None:
+        skip = cls._s4tf_no_derivative if differentiable else ()
+        fields = tuple((name, name in skip) for name in cls._s4tf_all_fields)
+        names = tuple(name for name, static in fields if not static)
+        plan = _PLANS[(cls, differentiable)] = (cls, names, fields)
+    return plan
+
+
+def _flatten_node(value, plan, leaves, differentiable):
+    cls, names, fields = plan
+    state = value.__dict__
+    children, static = [], {}
+    for name, is_static in fields:
+        field_value = state.get(name, _MISSING)
+        if field_value is _MISSING:
+            field_value = getattr(value, name)
+        if is_static:
+            static[name] = field_value
+        else:
+            children.append(_flatten(field_value, leaves, differentiable))
+    return TreeDef(_NODE, (cls, names, static), tuple(children))
 
 
 _MISSING = object()

@@ -12,7 +12,7 @@ import functools
 
 from ..tree import tree_flatten
 from .forward import ForwardTrace, ForwardTracer
-from .reverse import Node, ReverseTrace, ReverseTracer, _is_differentiable_value
+from .reverse import ReverseTrace, ReverseTracer, _is_differentiable_value
 from .tracer import Tracer
 
 __all__ = ["CustomDerivative", "differentiable"]
@@ -75,8 +75,7 @@ class CustomDerivative:
             cotangents = pullback(g)
             return tuple(treedef.tangent_leaves((cotangents,) if single else tuple(cotangents)))
 
-        node = Node(rule, tuple(primals), {}, value, parents)
-        return ReverseTracer(trace, value, node)
+        return trace.record(rule, tuple(primals), {}, value, parents)
 
     def _forward(self, trace, leaves, treedef):
         primals = [_unwrap(leaf, trace) for leaf in leaves]

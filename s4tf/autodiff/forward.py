@@ -46,7 +46,10 @@ class ForwardTrace(Trace):
             else:
                 primals.append(arg)
                 tangents.append(None)
-        out = primitive(*primals, **params)
+        if len(primals) == 2 and not params:
+            out = primitive.binary(primals[0], primals[1])  # skips __call__'s re-dispatch
+        else:
+            out = primitive(*primals, **params)
         rule = primitive.jvp
         if rule is None or not _is_differentiable_value(out):
             return out

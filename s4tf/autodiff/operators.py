@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from ..creation import ones_like, zeros_like
 from ..tensor import Tensor
-from ..tree import tree_flatten, tree_map
+from ..tree import _LEAF_DEF, tree_flatten, tree_map
 from .diagnostics import warn_zero_derivative
 from .forward import ForwardTrace, ForwardTracer
 from .reverse import ReverseTrace, ReverseTracer, backward
@@ -54,8 +56,23 @@ def _flatten_point(point, index):
     return leaves, treedef
 
 
+def _filled(tensor, value):
+    """A new tensor of ``tensor``'s shape, dtype and backend holding ``value`` everywhere.
+
+    ``zeros_like``/``ones_like`` without their generic dispatch, for plain Tensors:
+    every gradient starts from one such seed and ends with one per unreached point.
+    """
+    backend, dtype, shape = tensor._backend, tensor.dtype, tuple(tensor._data.shape)
+    # np.full is a Python-level helper; a 0-d seed (a loss) needs only np.array.
+    host = np.full(shape, value, dtype.numpy) if shape else np.array(value, dtype.numpy)
+    return Tensor._wrap(backend.asarray(host, dtype), backend)
+
+
 def _finish(tangent, primal):
     """A zero for a missing tangent; a Python float for a float point."""
+    if type(primal) is Tensor:
+        # The common case: a tensor point's own cotangent, or zeros when none reached it.
+        return tangent if tangent is not None else _filled(primal, 0)
     if tangent is None:
         return 0.0 if is_float_like(primal) else zeros_like(innermost(primal))
     if is_float_like(primal) and isinstance(tangent, Tensor):
@@ -84,24 +101,35 @@ def value_with_pullback(*points, of):
     trace = ReverseTrace()
     inputs, traced_points = [], []
     for i, point in enumerate(points):
+        if type(point) is Tensor and point.dtype.is_floating:
+            tracer = trace.new_leaf(point)  # one tensor: its own leaf, nothing to flatten
+            inputs.append((_LEAF_DEF, [tracer]))
+            traced_points.append(tracer)
+            continue
         leaves, treedef = _flatten_point(point, i)
         tracers = [trace.new_leaf(leaf) for leaf in leaves]
         inputs.append((treedef, tracers))
         traced_points.append(treedef.unflatten(tracers))
     result = of(*traced_points)
-    out_leaves, out_def = tree_flatten(result, differentiable=True)
-    ours = [isinstance(leaf, ReverseTracer) and leaf._trace is trace for leaf in out_leaves]
-    value = out_def.unflatten([leaf._primal if mine else leaf for leaf, mine in zip(out_leaves, ours, strict=False)])
-    if not any(ours):
-        warn_zero_derivative(getattr(of, "__name__", "function"))
-    roots = [leaf._node for leaf, mine in zip(out_leaves, ours, strict=False) if mine]
+    if type(result) is ReverseTracer and result._trace is trace:
+        # The common case, a traced tensor or float, needs no flattening.
+        out_def, ours, value, roots = _LEAF_DEF, (True,), result._primal, [result._node]
+    else:
+        out_leaves, out_def = tree_flatten(result, differentiable=True)
+        ours = [isinstance(leaf, ReverseTracer) and leaf._trace is trace for leaf in out_leaves]
+        value = out_def.unflatten(
+            [leaf._primal if mine else leaf for leaf, mine in zip(out_leaves, ours, strict=True)])
+        roots = [leaf._node for leaf, mine in zip(out_leaves, ours, strict=True) if mine]
+        if not roots:
+            warn_zero_derivative(getattr(of, "__name__", "function"))
 
     def pullback(cotangent):
         seeds_all = out_def.tangent_leaves(cotangent)
         seeds = [s for s, mine in zip(seeds_all, ours, strict=False) if mine]
-        table = backward(roots, seeds)
+        table = backward(roots, seeds, trace.nodes)
+        get = table.get
         tangents = [
-            treedef.tangent_unflatten([_finish(table.get(id(t._node)), t._primal) for t in tracers])
+            treedef.tangent_unflatten([_finish(get(id(t._node)), t._primal) for t in tracers])
             for treedef, tracers in inputs
         ]
         return _pack(tangents)
@@ -124,6 +152,10 @@ def pullback(*points, of):
 
 
 def _scalar_seed(value):
+    if type(value) is float:
+        return 1.0
+    if type(value) is Tensor and value.dtype.is_floating and value.size == 1:
+        return _filled(value, 1)
     leaves = tree_flatten(value, differentiable=True)[0]
     if len(leaves) != 1 or (isinstance(leaves[0], Tensor) and leaves[0].size != 1):
         shape = leaves[0].shape if len(leaves) == 1 else f"{len(leaves)} values"
@@ -148,7 +180,7 @@ def value_with_gradient(*points, of):
     >>> s4tf.value_with_gradient(2.0, 3.0, of=lambda x, y: x * y)
     (6.0, (3.0, 2.0))
     """
-    value, pb = value_with_pullback(*points, of=of)
+    value, pb = value_with_pullback.__wrapped__(*points, of=of)  # of= is checked already
     return value, pb(_scalar_seed(value))
 
 

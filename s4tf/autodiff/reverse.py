@@ -11,6 +11,7 @@ A pullback may be called many times: each call runs a fresh pass.
 from __future__ import annotations
 
 import itertools
+import operator
 
 from ..creation import zeros_like
 from ..tensor import Tensor
@@ -48,6 +49,8 @@ class ReverseTracer(Tracer):
 
 
 def _is_differentiable_value(value) -> bool:
+    if type(value) is Tensor:
+        return value.dtype.is_floating
     value = innermost(value)
     if isinstance(value, Tensor):
         return value.dtype.is_floating
@@ -55,14 +58,40 @@ def _is_differentiable_value(value) -> bool:
 
 
 class ReverseTrace(Trace):
-    """A level of reverse-mode differentiation."""
+    """A level of reverse-mode differentiation.
 
-    __slots__ = ()
+    It keeps its nodes in creation order, which is already a valid order for the
+    backward pass (newest first): no graph walk or sort is needed to find one.
+    """
+
+    __slots__ = ("nodes",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[Node] = []
+
+    def record(self, vjp, args, params, out, parents) -> ReverseTracer:
+        """A tracer of ``out`` whose node (rule ``vjp``, inputs, parent nodes) is recorded."""
+        node = Node(vjp, args, params, out, parents)
+        self.nodes.append(node)
+        return ReverseTracer(self, out, node)
 
     def new_leaf(self, primal) -> ReverseTracer:
-        return ReverseTracer(self, primal, Node(None, (), {}, primal, ()))
+        return self.record(None, (), _NO_PARAMS, primal, ())
 
     def process(self, primitive, args, params):
+        if len(args) == 2 and not params:
+            return self._binary(primitive, args[0], args[1])
+        if len(args) == 1:  # unary ops, reductions, reshapes: no lists either
+            x = args[0]
+            if isinstance(x, ReverseTracer) and x._trace is self:
+                x, x_node = x._primal, x._node
+            else:
+                x_node = None
+            out = primitive(x, **params)
+            if primitive.vjp is None or not _is_differentiable_value(out):
+                return out
+            return self.record(primitive.vjp, (x,), params, out, (x_node,))
         primals, parents = [], []
         for arg in args:
             if isinstance(arg, ReverseTracer) and arg._trace is self:
@@ -74,22 +103,44 @@ class ReverseTrace(Trace):
         out = primitive(*primals, **params)
         if primitive.vjp is None or not _is_differentiable_value(out):
             return out
-        node = Node(primitive.vjp, tuple(primals), params, out, tuple(parents))
-        return ReverseTracer(self, out, node)
+        return self.record(primitive.vjp, tuple(primals), params, out, tuple(parents))
+
+    def _binary(self, primitive, x, y):
+        """``process`` of a two-operand op without parameters (arithmetic): no lists."""
+        if isinstance(x, ReverseTracer) and x._trace is self:
+            x, x_node = x._primal, x._node
+        else:
+            x_node = None
+        if isinstance(y, ReverseTracer) and y._trace is self:
+            y, y_node = y._primal, y._node
+        else:
+            y_node = None
+        out = primitive.binary(x, y)
+        if primitive.vjp is None or not _is_differentiable_value(out):
+            return out
+        return self.record(primitive.vjp, (x, y), _NO_PARAMS, out, (x_node, y_node))
+
+
+# Leaf and binary nodes have no parameters; one shared (never mutated) dict saves an allocation.
+_NO_PARAMS: dict = {}
 
 
 def _reachable(roots):
     """Every node the roots depend on, newest first (a valid reverse order)."""
-    seen, stack, order = set(), list(roots), []
+    seen, stack = {}, list(roots)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        key = id(node)
+        if key in seen:
             continue
-        seen.add(id(node))
-        order.append(node)
-        stack.extend(p for p in node.parents if p is not None)
-    order.sort(key=lambda n: n.seq, reverse=True)
-    return order
+        seen[key] = node
+        for parent in node.parents:
+            if parent is not None:
+                stack.append(parent)
+    return sorted(seen.values(), key=_SEQ, reverse=True)
+
+
+_SEQ = operator.attrgetter("seq")
 
 
 class _Cotangents:
@@ -162,8 +213,10 @@ def _inplace_ok(current, value, shape=True) -> bool:
 
 def _match_dtype(value, like):
     """Cast a cotangent to its primal's floating dtype (mixed-precision ops)."""
-    if type(value) is Tensor and type(like) is Tensor and value._data.dtype == like._data.dtype:
-        return value
+    if type(value) is Tensor and type(like) is Tensor:
+        have, want = value._data.dtype, like._data.dtype
+        if have is want or have == want:
+            return value
     if isinstance(value, Tensor) and isinstance(like, Tensor):
         want = like.dtype
         if want.is_floating and value.dtype != want:
@@ -185,35 +238,58 @@ def _unbroadcast(cotangent, arg):
     return cotangent
 
 
-def backward(roots, seeds):
+def _stored(values, parent, ct, arg) -> bool:
+    """Store the first cotangent of ``parent`` when it needs no summing, casting or adding.
+
+    The common case of every edge; anything else returns False for the general path.
+    ``arg`` is the primal the op saw, i.e. ``parent.out``.
+    """
+    if type(ct) is Tensor and type(arg) is Tensor:
+        have, like = ct._data, arg._data
+        key = id(parent)
+        if have.shape == like.shape and have.dtype == like.dtype and key not in values:
+            values[key] = ct
+            return True
+    return False
+
+
+def backward(roots, seeds, nodes=None):
     """Run the backward pass from output nodes ``roots`` with cotangents ``seeds``.
 
-    Returns the table of cotangents; read leaves with :meth:`_Cotangents.pop`.
+    ``nodes``, when given, is every node of the roots' trace in creation order
+    (:attr:`ReverseTrace.nodes`); nodes no cotangent reaches are skipped. Without
+    it the pass finds the nodes the roots depend on itself. Returns a dict from
+    ``id(leaf node)`` to the leaf's cotangent (absent means zero).
     """
     table = _Cotangents()
     for root, seed in zip(roots, seeds, strict=False):
         if seed is not None:
             table.add(root, seed)
+    values, owned, add = table.values, table.owned, table.add
     leaves = {}
-    for node in _reachable(roots):
-        g = table.pop(node)
-        if node.vjp is None:
-            leaves[id(node)] = g
-            continue
+    for node in (_reachable(roots) if nodes is None else reversed(nodes)):
+        key = id(node)
+        g = values.pop(key, None)
         if g is None:
+            continue  # no cotangent reached it: a zero (leaves read as missing)
+        owned.discard(key)
+        rule = node.vjp
+        if rule is None:
+            leaves[key] = g
             continue
-        rule, args, parents = node.vjp, node.args, node.parents
+        args, parents, out, params = node.args, node.parents, node.out, node.params
         if isinstance(rule, tuple):
             for i, parent in enumerate(parents):
                 if parent is not None and rule[i] is not None:
-                    ct = rule[i](g, *args, out=node.out, **node.params)
-                    if ct is not None:
-                        table.add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, args[i]))
+                    # Unpacking an empty **params still builds a dict: skip it for arithmetic.
+                    ct = rule[i](g, *args, out=out, **params) if params else rule[i](g, *args, out=out)
+                    if ct is not None and not _stored(values, parent, ct, args[i]):
+                        add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, args[i]))
         else:
-            cts = rule(g, *args, out=node.out, **node.params)
+            cts = rule(g, *args, out=out, **params)
             if not isinstance(cts, tuple):
                 cts = (cts,)
             for arg, parent, ct in zip(args, parents, cts, strict=False):
-                if parent is not None and ct is not None:
-                    table.add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, arg))
+                if parent is not None and ct is not None and not _stored(values, parent, ct, arg):
+                    add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, arg))
     return leaves

@@ -72,6 +72,17 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args, **params):
+        if len(args) == 1:
+            x = args[0]
+            if type(x) is Tensor:
+                try:
+                    out = getattr(x._backend.kernels, self.name)(x._data, **params)
+                except (ValueError, TypeError, IndexError) as error:
+                    raise self._error(args, error) from None
+                return _wrap(out, x._backend)
+            if isinstance(x, Tracer):
+                return x._trace.process(self, args, params)
+            return self._impl(args, params)
         if len(args) == 2 and not params:
             return self.binary(args[0], args[1])
         top = None
@@ -80,13 +91,6 @@ class Primitive:
                 top = arg._trace
         if top is not None:
             return top.process(self, args, params)
-        if len(args) == 1 and type(args[0]) is Tensor:
-            x = args[0]
-            try:
-                out = getattr(x._backend.kernels, self.name)(x._data, **params)
-            except (ValueError, TypeError, IndexError) as error:
-                raise self._error(args, error) from None
-            return _wrap(out, x._backend)
         return self._impl(args, params)
 
     def binary(self, x, y):
@@ -172,32 +176,26 @@ def _shape(value):
     return np.shape(value)
 
 
-def dtype_of(value) -> _dtypes.DType | None:
-    """The dtype of a Tensor or NumPy array, or None for a (weakly typed) Python scalar."""
-    if isinstance(value, Tensor):
-        return value.dtype
-    if isinstance(value, np.ndarray):
-        return _dtypes.as_dtype(value.dtype)
-    return None
-
-
 def result_dtype(args) -> _dtypes.DType:
     """JAX-style promotion: tensors decide; Python scalars only lift ints to float32."""
-    dtype = None
+    # One pass, two accumulators: typed operands and weakly typed Python scalars (and
+    # None, which counts as a weak float), each promoted in argument order.
+    dtype = weak = None
     for arg in args:
-        d = dtype_of(arg)
-        if d is not None:
-            dtype = d if dtype is None else _dtypes.promote(dtype, d)
-    weak = None
-    for arg in args:
-        if dtype_of(arg) is None and not isinstance(arg, Tensor):
+        if isinstance(arg, Tensor):
+            d = arg.dtype
+        elif isinstance(arg, np.ndarray):
+            d = _dtypes.as_dtype(arg.dtype)
+        else:
             if isinstance(arg, bool | np.bool_):
                 kind = _dtypes.bool_
             elif isinstance(arg, numbers.Integral):
                 kind = _dtypes.int32
             else:
                 kind = _dtypes.float32
-            weak = kind if weak is None else _dtypes.promote(weak, kind)
+            weak = kind if weak is None or weak is kind else _dtypes.promote(weak, kind)
+            continue
+        dtype = d if dtype is None or dtype is d else _dtypes.promote(dtype, d)
     if dtype is None:
         return weak if weak is not None else _dtypes.float32
     if weak is not None and weak.is_floating and not dtype.is_floating:
@@ -211,21 +209,19 @@ def _convert(args, backend, promote):
     """Backend arrays for ``args``, cast to one dtype when ``promote``."""
     start = 0 if promote is True else int(promote)
     dtype = result_dtype(args[start:]) if promote is not False else None
+    want = dtype.numpy if dtype is not None else None
     datas = []
     for i, arg in enumerate(args):
-        if i < start:
-            datas.append(_convert([arg], backend, False)[0])
-            continue
+        # Arguments before ``start`` (where's condition) keep their own dtype.
+        target = dtype if i >= start else None
         if isinstance(arg, Tensor):
             data = arg._data
-            if dtype is not None and arg._data.dtype != dtype.numpy:
-                data = backend.kernels.cast(data, dtype=dtype.numpy)
+            if target is not None and data.dtype != want:
+                data = backend.kernels.cast(data, dtype=want)
         elif isinstance(arg, np.ndarray):
-            target = dtype or _dtypes.as_dtype(arg.dtype)
-            data = backend.asarray(arg, target)
+            data = backend.asarray(arg, target or _dtypes.as_dtype(arg.dtype))
         elif isinstance(arg, _PY_SCALARS):
-            target = dtype or result_dtype([arg])
-            data = backend.scalar(arg, target)
+            data = backend.scalar(arg, target or result_dtype([arg]))
         elif arg is None:
             data = None
         else:

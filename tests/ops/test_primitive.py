@@ -1,0 +1,44 @@
+"""Primitive dispatch (s4tf/ops/primitive.py): JAX-style promotion of mixed operands and
+the single-argument and tracer fast paths."""
+
+import numpy as np
+import pytest
+
+import s4tf
+from s4tf.ops.primitive import result_dtype
+
+
+@pytest.mark.parametrize("args, expected", [
+    ((s4tf.ones([2], dtype=s4tf.float16), 2.0), s4tf.float16),      # a weak float keeps float16
+    ((s4tf.Tensor([1, 2]), 2.5), s4tf.float32),                       # an int tensor lifts to float32
+    ((s4tf.Tensor([True]), 3), s4tf.int32),                           # bool with a weak int
+    ((s4tf.Tensor([1, 2]), None), s4tf.float32),                      # None counts as a weak float
+    ((np.ones(2, np.float64), s4tf.ones([2])), s4tf.float64),         # NumPy arrays are typed
+    ((np.float64(1.0), 2), s4tf.float32),                             # NumPy scalars are weak
+    ((np.int64(1), True), s4tf.int32),
+    ((True, np.bool_(False)), s4tf.bool),
+    ((), s4tf.float32),
+])
+def test_result_dtype_promotes_like_jax(args, expected):
+    assert result_dtype(args) == expected
+
+
+def test_where_keeps_its_condition_and_promotes_the_branches():
+    cond = s4tf.Tensor([True, False])
+    out = s4tf.where(cond, s4tf.Tensor([1, 2]), 0.5)
+    assert out.dtype == s4tf.float32 and out.tolist() == [1.0, 0.5]
+    half = s4tf.where(cond, s4tf.ones([2], dtype=s4tf.float16), 0.0)
+    assert half.dtype == s4tf.float16
+
+
+def test_mixed_operands_and_bad_operands():
+    assert (s4tf.Tensor([1, 2]) + np.array([0.5, 0.5], np.float32)).tolist() == [1.5, 2.5]
+    with pytest.raises(TypeError, match="Convert it with s4tf.Tensor"):
+        s4tf.maximum(s4tf.ones([2]), "text")
+
+
+def test_unary_ops_of_tracers_reach_their_trace():
+    x = s4tf.Tensor([0.5, 1.0])
+    np.testing.assert_allclose(s4tf.gradient(x, of=lambda a: s4tf.exp(a).sum()).numpy(),
+                               np.exp(x.numpy()), rtol=1e-6)
+    assert s4tf.derivative(0.5, of=lambda a: s4tf.sin(a)) == pytest.approx(np.cos(0.5))
