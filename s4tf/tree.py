@@ -54,13 +54,25 @@ class TreeDef:
             return leaves[0]
         return self._build_all(iter(leaves), tangent=True)
 
-    def tangent_leaves(self, tangent) -> list:
+    def tangent_leaves(self, tangent, context: str | None = None) -> list:
         """The leaf tangents of ``tangent``, aligned with this structure's leaves.
 
-        ``None`` (or ``0.0``, or a missing field) stands for a zero tangent.
+        ``None`` (or ``0.0``, or a missing field) stands for a zero tangent. A
+        mismatch raises TypeError or ValueError; with ``context`` (e.g.
+        ``"SGD.update: the gradients"``) the message starts with it and says
+        what to pass instead.
         """
         out: list = []
-        self._align(tangent, out)
+        try:
+            self._align(tangent, out)
+        except (TypeError, ValueError) as error:
+            if context is None:
+                raise
+            raise type(error)(
+                f"{context} do not match the structure of the value ({str(error).rstrip('.')}). "
+                "Pass its "
+                "TangentVector, e.g. the gradient from s4tf.value_with_gradient(value, of=f)."
+            ) from None
         return out
 
     def _align(self, tangent, out):
@@ -71,8 +83,12 @@ class TreeDef:
             return
         if kind in (_STATIC, _STATE):
             return
+        zero = tangent is None or _is_zero_scalar(tangent)
         if kind in (_LIST, _TUPLE):
-            parts = tangent if isinstance(tangent, list | tuple) else [None] * len(self.children)
+            if not (zero or isinstance(tangent, list | tuple)):
+                raise TypeError(f"a tangent for a sequence must be a list or tuple (or None for "
+                                f"zero), got {type(tangent).__name__}.")
+            parts = [None] * len(self.children) if zero else tangent
             if len(parts) != len(self.children):
                 raise ValueError(
                     f"a tangent for a sequence of {len(self.children)} values has {len(parts)}."
@@ -81,7 +97,10 @@ class TreeDef:
                 child._align(part, out)
             return
         if kind == _DICT:
-            parts = tangent if isinstance(tangent, dict) else {}
+            if not (zero or isinstance(tangent, dict)):
+                raise TypeError(f"a tangent for a dict must be a dict (or None for zero), got "
+                                f"{type(tangent).__name__}.")
+            parts = {} if zero else tangent
             for key, child in zip(self.meta, self.children, strict=False):
                 child._align(parts.get(key), out)
             return

@@ -60,14 +60,7 @@ def moved(value, along, count: int, caller, *, method: bool, consume: bool = Tru
 def _tangents(value, along) -> list:
     """Each leaf's tangent (None for zero), checked before anything is written."""
     leaves, treedef = tree_flatten(value, differentiable=True)
-    try:
-        tangents = treedef.tangent_leaves(along)
-    except (TypeError, ValueError) as error:
-        raise type(error)(
-            f"moved(along=): the tangent does not match the structure of this "
-            f"{type(value).__name__} ({error}). Pass a {type(value).__name__}.TangentVector, "
-            "e.g. a gradient from s4tf.gradient."
-        ) from None
+    tangents = treedef.tangent_leaves(along, f"moved(along=): the tangents of this {type(value).__name__}")
     for i, (leaf, tangent) in enumerate(zip(leaves, tangents, strict=True)):
         if isinstance(leaf, Tensor) and isinstance(tangent, Tensor):
             try:

@@ -153,14 +153,8 @@ class Optimizer:
                 f"got a {type(model).__name__} with {len(leaves)}. Make a new optimizer for a "
                 "model of a different structure."
             )
-        try:
-            tangents = treedef.tangent_leaves(grads)
-        except (TypeError, ValueError) as error:
-            raise type(error)(
-                f"{name}.update: the gradients do not match the model's structure ({error}). "
-                f"Pass the gradient of this {type(model).__name__}, e.g. from "
-                "s4tf.value_with_gradient(model, of=loss_fn)."
-            ) from None
+        tangents = treedef.tangent_leaves(grads, f"{name}.update: the gradients of this "
+                                          f"{type(model).__name__}")
         checked = []
         for path, leaf, grad, shape, dtype in zip(self._paths, leaves, tangents, self._shapes,
                                                   self._dtypes, strict=True):

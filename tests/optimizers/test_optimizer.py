@@ -120,3 +120,13 @@ def test_sgd_without_momentum_keeps_no_velocity_until_momentum_is_set():
     model = opt.update(model, [s4tf.Tensor([1.0, 1.0])])  # v = 0.5 * -0.5 - 0.5 = -0.75
     assert model[0].tolist() == [-0.75, 0.25]
     assert opt.state_dict()["slot.velocity.0"].tolist() == [-0.75, -0.75]
+
+
+def test_gradients_of_the_wrong_container_kind_are_rejected_not_treated_as_zero():
+    model = [s4tf.Tensor([1.0, 2.0])]
+    opt = optimizers.SGD(model)
+    with pytest.raises(TypeError, match=r"SGD.update: the gradients of this list .* got dict\)"):
+        opt.update(model, {"a": s4tf.ones([2])})
+    with pytest.raises(TypeError, match="must be a dict"):
+        optimizers.SGD({"w": s4tf.ones([2])}).update({"w": s4tf.ones([2])}, [s4tf.ones([2])])
+    assert model[0].tolist() == [1.0, 2.0]  # nothing was consumed or written
