@@ -86,7 +86,9 @@ def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_
     """
     root_unique = root_is_unique(value, count, baseline, consume, caller)
     found = analyze(value, root_unique)
-    location = user_location()
+    debug = debug_enabled()
+    # Finding the user's line walks the stack: only for a consumed value or a report.
+    location = user_location() if root_unique or debug else None
     cls = type(value)
     fields = consume_value(value, location) if root_unique else None
     leaves = [new_leaf(i, leaf, in_place)
@@ -95,7 +97,7 @@ def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_
         new = rebuild_consumed(cls, fields, iter(leaves), found)
     else:
         new = rebuild(value, iter(leaves), found)
-    if debug_enabled() and not all(found.in_place):
+    if debug and not all(found.in_place):
         reason = None if root_unique else copy_reason(value, baseline, consume)
         blocker = found.blocker
         if not root_unique and reason is None:
