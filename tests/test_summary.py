@@ -1,34 +1,10 @@
-"""summary() and parameter_count(), on LeNet-5 from the paper's Figure 6."""
+"""summary() and parameter_count(), on LeNet-5 from the paper's Figure 6 (s4tf.models.LeNet)."""
 
 import io
 
 import s4tf
 from s4tf import layers
-
-
-class LeNet(s4tf.Layer):
-    conv1: layers.Conv2D
-    pool1: layers.AvgPool2D
-    conv2: layers.Conv2D
-    pool2: layers.AvgPool2D
-    flatten: layers.Flatten
-    fc1: layers.Dense
-    fc2: layers.Dense
-    fc3: layers.Dense
-
-    def __init__(self):
-        self.conv1 = layers.Conv2D(filter_shape=(5, 5, 1, 6), padding="same", activation=s4tf.relu)
-        self.pool1 = layers.AvgPool2D(pool_size=(2, 2), strides=(2, 2))
-        self.conv2 = layers.Conv2D(filter_shape=(5, 5, 6, 16), activation=s4tf.relu)
-        self.pool2 = layers.AvgPool2D(pool_size=(2, 2), strides=(2, 2))
-        self.flatten = layers.Flatten()
-        self.fc1 = layers.Dense(400, 120, activation=s4tf.relu)
-        self.fc2 = layers.Dense(120, 84, activation=s4tf.relu)
-        self.fc3 = layers.Dense(84, 10)
-
-    def __call__(self, x):
-        return x.sequenced(self.conv1, self.pool1, self.conv2, self.pool2,
-                           self.flatten, self.fc1, self.fc2, self.fc3)
+from s4tf.models import LeNet
 
 
 def test_lenet_has_61706_parameters_and_trains_a_step():
