@@ -17,6 +17,7 @@ from safetensors.numpy import save_file
 
 import s4tf
 from s4tf import layers
+from s4tf.checkpoint import callables
 from s4tf.checkpoint.files import read_file
 from s4tf.checkpoint.structure import MAX_DEPTH
 
@@ -146,7 +147,8 @@ def test_library_functions_other_than_activations_are_not_restored(tmp_path, nam
         s4tf.load(path)
 
 
-def test_activations_and_registered_functions_are_restored(tmp_path):
+def test_activations_and_registered_functions_are_restored(tmp_path, monkeypatch):
+    monkeypatch.setattr(callables, "_registered", {})  # registrations end with the test
     model = s4tf.replace(typed(), activation=s4tf.gelu)
     assert s4tf.load(saved(tmp_path, model)).activation is s4tf.gelu
 
