@@ -71,13 +71,18 @@ def under(arrays: dict, prefix: str) -> dict:
     return {key[len(prefix):]: array for key, array in arrays.items() if key.startswith(prefix)}
 
 
-def read_file(path, expected_format: str) -> tuple[dict, dict]:
-    """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
+def read_arrays(path, written_by: str = "s4tf.save / s4tf.save_training_state") -> tuple[dict, dict]:
+    """``(arrays, metadata)`` of any safetensors file (NumPy arrays, string metadata).
+
+    ``written_by`` names what should have written the file, for the error
+    message when it cannot be read.
+    """
     from safetensors import safe_open
 
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"No checkpoint at {path!r}; check the path (s4tf.save writes it).")
+        raise FileNotFoundError(f"No checkpoint at {path!r}; check the path ({written_by} "
+                                "writes it).")
     try:
         # safetensors parses a JSON header and raw little-endian buffers: it
         # cannot run code, unlike pickle-based formats.
@@ -86,10 +91,17 @@ def read_file(path, expected_format: str) -> tuple[dict, dict]:
             arrays = {key: file.get_tensor(key) for key in file.keys()}
     except Exception as error:
         raise CheckpointError(
-            f"{path!r} is not a safetensors file s4tf can read ({error}). s4tf checkpoints are "
-            "written by s4tf.save / s4tf.save_training_state; pickle files (.pt, .pkl) are "
-            "never loaded because unpickling can run arbitrary code."
+            f"{path!r} is not a safetensors file s4tf can read ({error}). It should be "
+            f"written by {written_by}; pickle files (.pt, .pkl, .bin) are never loaded "
+            "because unpickling can run arbitrary code."
         ) from None
+    return arrays, metadata
+
+
+def read_file(path, expected_format: str) -> tuple[dict, dict]:
+    """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
+    path = os.fspath(path)
+    arrays, metadata = read_arrays(path)
     found = metadata.get("format")
     if found != expected_format:
         raise CheckpointError(
