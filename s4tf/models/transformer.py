@@ -12,12 +12,12 @@ from .. import random as _random
 from ..activations import gelu
 from ..creation import _from_numpy
 from ..differentiable import no_derivative
-from ..dtypes import bool_ as _bool
 from ..dtypes import int32 as _int32
 from ..layers import Layer
 from ..layers.layer import check_input_shape
 from ..learning_phase import inference
-from ..ops import matmul, reshape, softmax, split, transpose, where
+from ..ops import matmul, reshape, split, transpose
+from ..ops.attention import scaled_dot_product_attention
 from ..ops.shapes import shape_of
 from ..tensor import Tensor
 
@@ -37,12 +37,6 @@ _GPT2_CONTEXT = 1024
 def _normal(stddev: float):
     """A ``(shape, dtype) -> Tensor`` initializer drawing N(0, stddev^2), as GPT-2."""
     return functools.partial(_random.normal, stddev=stddev)
-
-
-def _causal_mask(length: int, like: Tensor) -> Tensor:
-    # Built on the backend of the scores, so a model moved with to_backend works
-    # whatever the current default backend is.
-    return _from_numpy(np.tril(np.ones((length, length), dtype=bool)), _bool, backend=like._backend)
 
 
 class CausalSelfAttention(Layer):
@@ -93,11 +87,8 @@ class CausalSelfAttention(Layer):
             return transpose(reshape(t, (batch, length, self.heads, head_size)), (0, 2, 1, 3))
 
         q, k, v = (heads_first(t) for t in split(self.qkv(x), 3, axis=-1))
-        scores = matmul(q, transpose(k, (0, 1, 3, 2))) * (1.0 / math.sqrt(head_size))
-        # A large finite negative (not -inf) keeps the softmax free of NaN; its
-        # exponential underflows to exactly zero, so future tokens add nothing.
-        scores = where(_causal_mask(length, scores), scores, -1e9)
-        attended = matmul(self.attention_dropout(softmax(scores, axis=-1)), v)
+        attended = scaled_dot_product_attention(q, k, v, causal=True,
+                                                dropout=self.attention_dropout)
         joined = reshape(transpose(attended, (0, 2, 1, 3)), (batch, length, width))
         return self.residual_dropout(self.projection(joined))
 
