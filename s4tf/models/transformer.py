@@ -48,6 +48,16 @@ class CausalSelfAttention(Layer):
     (``attn.c_proj``). Position ``i`` attends to positions ``<= i`` with
     ``softmax(q k^T / sqrt(width / heads))``.
 
+    Parameters
+    ----------
+    width, heads : int
+        Features per position and attention heads (``heads`` divides ``width``).
+    dropout : float, default 0.0
+        On the attention probabilities and on the output, in training only.
+    depth : int, default 1
+        Blocks in the whole model: ``projection`` starts as N(0, (0.02 /
+        sqrt(2 depth))^2), as GPT-2.
+
     Examples
     --------
     >>> import s4tf
@@ -322,7 +332,9 @@ class TransformerLM(Layer):
                 f"context of {self.context} positions; pass at most the last {self.context} "
                 "tokens (generate() does this for you)."
             )
-        positions = _from_numpy(np.arange(length, dtype=np.int32), _int32, backend=tokens._backend)
+        # On the model's backend, whatever the current default backend is.
+        positions = _from_numpy(np.arange(length, dtype=np.int32), _int32,
+                                backend=self.position_embedding.embeddings._backend)
         h = self.embedding_dropout(self.token_embedding(tokens) + self.position_embedding(positions))
         for block in self.blocks:
             h = block(h)
