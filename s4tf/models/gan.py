@@ -147,9 +147,14 @@ class GAN(_Adversarial):
         d = s4tf.gradient(gan.discriminator, of=lambda d: GAN.discriminator_loss(
             d(real), d(gan.generator(z))))
 
-    ``gan(noise)`` is ``gan.generator(noise)``. The default (latent 64,
-    28x28 images) has 576,912 + 218,465 = 795,377 parameters (BatchNorm
-    running statistics excluded).
+    Keep the two parts in their own variables while training (each has its
+    own optimizer) and join them for a checkpoint with ``s4tf.replace(gan,
+    generator=generator, discriminator=discriminator)``; run the generator's
+    step inside ``with s4tf.training():`` so its BatchNorms use batch
+    statistics. ``gan(noise)`` is ``gan.generator(noise)``; summarise the
+    parts separately (``s4tf.summary(gan.discriminator, (1, 784))``). The
+    default (latent 64, 28x28 images) has 576,912 + 218,465 = 795,377
+    parameters (BatchNorm running statistics excluded).
 
     Parameters
     ----------
