@@ -59,12 +59,16 @@ def under(arrays: dict, prefix: str) -> dict:
     return {key[len(prefix):]: array for key, array in arrays.items() if key.startswith(prefix)}
 
 
-def read_file(path, expected_format: str) -> tuple[dict, dict]:
-    """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
+def read_arrays(path, written_by: str = "s4tf.save / s4tf.save_training_state") -> tuple[dict, dict]:
+    """``(arrays, metadata)`` of any safetensors file (NumPy arrays, string metadata).
+
+    ``written_by`` names what should have written the file, for the error
+    message when it cannot be read.
+    """
     from safetensors import safe_open
 
     path = os.fspath(path)
-    _check_regular_file(path)
+    _check_regular_file(path, written_by)
     try:
         # safetensors parses a JSON header and raw little-endian buffers: it
         # cannot run code, unlike pickle-based formats.
@@ -73,10 +77,17 @@ def read_file(path, expected_format: str) -> tuple[dict, dict]:
             arrays = {key: file.get_tensor(key) for key in file.keys()}
     except Exception as error:
         raise CheckpointError(
-            f"{path!r} is not a safetensors file s4tf can read ({error}). s4tf checkpoints are "
-            "written by s4tf.save / s4tf.save_training_state; pickle files (.pt, .pkl) are "
-            "never loaded because unpickling can run arbitrary code."
+            f"{path!r} is not a safetensors file s4tf can read ({error}). It should be "
+            f"written by {written_by}; pickle files (.pt, .pkl, .bin) are never loaded "
+            "because unpickling can run arbitrary code."
         ) from None
+    return arrays, metadata
+
+
+def read_file(path, expected_format: str) -> tuple[dict, dict]:
+    """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
+    path = os.fspath(path)
+    arrays, metadata = read_arrays(path)
     found = metadata.get("format")
     if found != expected_format:
         raise CheckpointError(
@@ -89,13 +100,14 @@ def read_file(path, expected_format: str) -> tuple[dict, dict]:
     return arrays, metadata
 
 
-def _check_regular_file(path: str) -> None:
+def _check_regular_file(path: str, written_by: str = "s4tf.save") -> None:
     # Opening a FIFO would wait for a writer forever, a device could stream
     # without end: only regular files (or links to them) are read.
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise FileNotFoundError(f"No checkpoint at {path!r}; check the path (s4tf.save writes it).") from None
+        raise FileNotFoundError(f"No checkpoint at {path!r}; check the path ({written_by} "
+                                "writes it).") from None
     if stat.S_ISREG(mode):
         return
     what = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
@@ -103,7 +115,7 @@ def _check_regular_file(path: str) -> None:
             else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
     raise CheckpointError(
         f"{path!r} is {what}, not a checkpoint file; pass the path of a file written by "
-        "s4tf.save or s4tf.save_training_state."
+        f"{written_by}."
     )
 
 
