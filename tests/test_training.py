@@ -276,3 +276,57 @@ def test_bad_arguments_are_explained():
         tiny_loop(model, metrics=("f1",))
     with pytest.raises(ValueError, match="epochs must be a positive int"):
         tiny_loop(model).fit(model, epochs=0)
+
+
+class DropoutMLP(s4tf.Layer):
+    hidden: layers.Dense
+    drop: layers.Dropout
+    out: layers.Dense
+
+    def __init__(self):
+        self.hidden = layers.Dense(3, 8, activation=s4tf.relu)
+        self.drop = layers.Dropout(0.25)
+        self.out = layers.Dense(8, 2)
+
+    def __call__(self, x):
+        return self.out(self.drop(self.hidden(x)))
+
+
+def _scheduled_run(epochs, resume_from=None, state_path=None):
+    """Fresh objects every call: data, model, optimizer, schedule and loop."""
+    rng = np.random.default_rng(7)
+    data = Batches.from_arrays(rng.normal(size=(10, 3)).astype(np.float32),
+                               rng.integers(0, 2, size=10), batch_size=4, shuffle=True,
+                               seed=5, prefetch=False)
+    s4tf.random.seed(0)
+    model = DropoutMLP()
+    optimizer = optimizers.Adam(model, learning_rate=0.05)
+    initial_epoch = 0
+    if resume_from is not None:
+        model, initial_epoch, _ = s4tf.load_training_state(resume_from, like=model,
+                                                           optimizer=optimizer)
+    rates = []
+
+    class RateProbe(s4tf.callbacks.Callback):
+        def on_update_start(self, loop, gradients):
+            rates.append((loop.step, loop.optimizer.learning_rate))
+
+    schedule = optimizers.schedules.ExponentialDecay(0.05, decay_rate=0.5, decay_steps=3)
+    callbacks = [s4tf.callbacks.LearningRateScheduler(schedule, per="step"), RateProbe()]
+    if state_path is not None:
+        callbacks.append(s4tf.callbacks.ModelCheckpoint(state_path, training_state=True))
+    loop = s4tf.TrainingLoop(training=data, optimizer=optimizer, loss=s4tf.softmax_cross_entropy,
+                             callbacks=callbacks, progress=False)
+    return loop.fit(model, epochs=epochs, initial_epoch=initial_epoch), loop, rates
+
+
+def test_resuming_with_a_per_step_schedule_is_bit_exact(tmp_path):
+    unbroken, unbroken_loop, unbroken_rates = _scheduled_run(epochs=4)
+    state = str(tmp_path / "state-{epoch}.safetensors")
+    _scheduled_run(epochs=2, state_path=state)
+    s4tf.random.seed(99)  # resuming restores the random state (Dropout's masks) itself
+    resumed, loop, rates = _scheduled_run(epochs=4, resume_from=state.format(epoch=2))
+    assert loop.step == unbroken_loop.step == 12
+    assert rates == unbroken_rates[6:]  # steps 6..11 with the same decayed rates
+    for a, b in zip(s4tf.tree_leaves(unbroken), s4tf.tree_leaves(resumed), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

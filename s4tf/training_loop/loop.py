@@ -122,7 +122,11 @@ class TrainingLoop:
         """Train ``model`` for epochs ``initial_epoch .. epochs - 1`` and return it.
 
         ``initial_epoch`` resumes a run: pass the epoch that
-        :func:`s4tf.load_training_state` returned.
+        :func:`s4tf.load_training_state` returned. A fresh loop then continues
+        the step count from the restored optimizer (its ``step``), so per-step
+        schedules and callbacks see the numbers of the uninterrupted run, and
+        a :class:`s4tf.datasets.Batches` shuffles as it would have in epoch
+        ``initial_epoch``: the resumed run is bit-identical to an unbroken one.
         """
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be a positive int; received epochs={epochs!r}.")
@@ -130,6 +134,8 @@ class TrainingLoop:
             raise ValueError(f"initial_epoch must be in [0, epochs={epochs}]; received "
                              f"initial_epoch={initial_epoch!r}.")
         self.stop_training = False
+        if initial_epoch > 0 and self.step == 0:
+            self.step = _updates_so_far(self.optimizer, initial_epoch)
         self._fire("on_fit_start", model)
         for epoch in range(initial_epoch, epochs):
             self.epoch = epoch
@@ -214,6 +220,19 @@ class TrainingLoop:
     def _fire(self, event: str, *args) -> None:
         for callback in self.callbacks:
             getattr(callback, event)(self, *args)
+
+
+def _updates_so_far(optimizer, initial_epoch: int) -> int:
+    """The step count of a resumed run: the restored optimizer's, which counts every update."""
+    step = getattr(optimizer, "step", None)
+    if isinstance(step, int) and not isinstance(step, bool):
+        return step
+    raise TypeError(
+        f"fit(initial_epoch={initial_epoch}) resumes a run, which continues the step count of "
+        f"the optimizer, but {type(optimizer).__name__} has no integer `step` attribute; give "
+        "it one (the number of updates applied), or restore an s4tf optimizer with "
+        "s4tf.load_training_state(path, like=model, optimizer=optimizer)."
+    )
 
 
 def _length(iterable) -> int | None:
