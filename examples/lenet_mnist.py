@@ -7,6 +7,11 @@ MNIST's four files are read from ``--root`` (or ``$S4TF_DATA_DIR/mnist``) under
 their original names and downloaded there when missing. ``--data digits`` uses
 the UCI optical-digits set shipped inside s4tf, so it needs no network. The
 trained model is saved with ``s4tf.save`` and reloaded to check the file.
+
+With ``--backend xla`` every step must have the same shapes to reuse one
+compiled program, so the training loop leaves a short last training batch out
+of each epoch (a different subset each epoch, as the data is reshuffled) and
+says so once; validation still measures every example.
 """
 
 from __future__ import annotations
