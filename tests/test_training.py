@@ -393,3 +393,24 @@ def test_eager_backends_train_on_the_short_last_batch_unless_told_otherwise():
     assert loop.step == 3 and loop.history[0]["loss"] == pytest.approx(every_example, abs=1e-6)
     loop, _, first_eight, _ = _fixed_model_fit(10, "naive", drop_remainder=True)
     assert loop.step == 2 and loop.history[0]["loss"] == pytest.approx(first_eight, abs=1e-6)
+
+
+def test_epoch_k_visits_the_examples_in_the_order_of_pass_k():
+    """Nothing but the loop starts a pass (a progress bar that called iter() would skip one)."""
+    labels = np.arange(10)
+    data = Batches.from_arrays(np.zeros((10, 3), np.float32), labels, batch_size=4,
+                               shuffle=True, seed=3)
+    seen = []
+
+    def loss(logits, labels):
+        seen.extend(labels.numpy().tolist())
+        return s4tf.softmax_cross_entropy(logits=logits, labels=labels * 0)
+
+    model = MLP(inputs=3, width=4, classes=2)
+    for progress in (False, True):
+        seen.clear()
+        loop = s4tf.TrainingLoop(training=data, optimizer=optimizers.SGD(model), loss=loss,
+                                 progress=progress, drop_remainder=False)
+        loop.fit(MLP(inputs=3, width=4, classes=2), epochs=3)
+        assert seen == [int(i) for epoch in range(3) for i in data.order(epoch)]
+        assert data.epoch == 3  # three passes started, no more
