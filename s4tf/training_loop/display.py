@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from tqdm.auto import tqdm
 
@@ -68,7 +68,7 @@ class EpochDisplay:
         self._title = f"Epoch {epoch + 1}/{epochs}"
         self._start = self._shown = time.monotonic()
         self._batches = 0
-        if self.live:
+        if self.live:  # not given the data: see _counted
             self._bar = tqdm(desc=self._title, total=total, leave=True, unit="batch",
                              file=self.file)
 
@@ -104,7 +104,18 @@ class EpochDisplay:
         """``batches`` with a transient bar below the epoch's when live."""
         if not self.live:
             return batches
-        return tqdm(batches, desc="validation", total=total, leave=False, file=self.file)
+        return self._counted(batches, total)
+
+    def _counted(self, batches: Iterable, total: int | None) -> Iterator:
+        # The bar is never handed the iterable: tqdm.auto calls iter() on it at
+        # construction, which on a data set starts (and wastes) a whole pass.
+        bar = tqdm(desc="validation", total=total, leave=False, file=self.file)
+        try:
+            for batch in batches:
+                yield batch
+                bar.update(1)
+        finally:
+            bar.close()
 
     def note(self, message: str) -> None:
         """A one-off line (e.g. that a short last batch is left out), kept clear of bars."""

@@ -70,3 +70,16 @@ def test_evaluate_alone_shows_nothing_permanent(monkeypatch, stream):
                              loss=s4tf.softmax_cross_entropy)
     loop.evaluate(model, data)
     assert "\n" not in sys.stderr.getvalue().replace("\r", "").strip()
+
+
+@pytest.mark.parametrize("stream", [FakeTerminal, io.StringIO])
+def test_showing_progress_starts_no_extra_pass_over_the_data(monkeypatch, stream):
+    monkeypatch.setattr(sys, "stderr", stream())
+    data = Batches.from_arrays(np.zeros((5, 3), np.float32), np.zeros(5), 2, prefetch=False)
+    validation = Batches.from_arrays(np.zeros((5, 3), np.float32), np.zeros(5), 2,
+                                     prefetch=False)
+    model = layers.Dense(3, 2)
+    loop = s4tf.TrainingLoop(training=data, validation=validation,
+                             optimizer=optimizers.SGD(model), loss=s4tf.softmax_cross_entropy)
+    loop.fit(model, epochs=2)
+    assert (data.epoch, validation.epoch) == (2, 2)
