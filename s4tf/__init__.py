@@ -50,7 +50,13 @@ from .differentiable import Differentiable, State, moved, no_derivative, replace
 from .dtypes import DType, bfloat16, float16, float32, float64, int32, int64
 from .dtypes import bool_ as bool  # noqa: A001  (s4tf.bool, as in the contract)
 from .layers import Layer
-from .learning_phase import current_learning_phase, inference, learning_phase, training
+from .learning_phase import (
+    InferencePhaseWarning,
+    current_learning_phase,
+    inference,
+    learning_phase,
+    training,
+)
 from .losses import (
     categorical_hinge_loss,
     cosine_similarity,
@@ -132,6 +138,7 @@ __all__ = [
     "CustomDerivative",
     "DType",
     "Differentiable",
+    "InferencePhaseWarning",
     "Layer",
     "NonDifferentiableError",
     "State",

@@ -37,11 +37,15 @@ class Backend:
     supports_inplace : bool
         Whether ``add_inplace`` / ``index_add_inplace`` may write into a buffer
         (eager backends); the lazy backend builds new values instead.
+    compiles_per_shape : bool
+        Whether each new combination of shapes costs a compile (the lazy
+        backend), so the training loop keeps every step's shapes the same.
     """
 
     name: str = "?"
     kernels = None
     supports_inplace = False
+    compiles_per_shape = False
 
     def asarray(self, value, dtype):
         """A new backend array holding a copy of ``value`` (NumPy array or scalar)."""

@@ -151,3 +151,16 @@ def test_a_new_shape_compiles_and_the_same_shape_hits():
         _same_graph(s4tf.zeros([2, 3]))
         m = s4tf.xla.metrics()
         assert (m["compiles"], m["cache_hits"]) == (3, 2), m
+def test_the_recompilation_warning_points_at_the_users_line(monkeypatch):
+    import s4tf.backends.xla.metrics as xla_metrics
+
+    monkeypatch.setattr(xla_metrics, "WARN_AFTER", 1)  # warn at the second trace: fast
+    with s4tf.backend("xla"):
+        with pytest.warns(s4tf.xla.RecompilationWarning) as caught:
+            _train(2, batch_of=lambda i: 8 + i)
+    first = next(w for w in caught if issubclass(w.category, s4tf.xla.RecompilationWarning))
+    # The first frame outside s4tf: the barrier in _train, not s4tf's compiler.
+    barrier_line = next(i for i, line in enumerate(open(__file__), start=1)
+                        if line.strip() == "s4tf.barrier()")
+    assert (first.filename, first.lineno) == (__file__, barrier_line)
+    assert f"{__file__}:{barrier_line}: s4tf.barrier() has compiled" in str(first.message)

@@ -15,7 +15,7 @@ import time
 import jax
 
 from .kernels import JAX_KERNELS
-from .metrics import COUNTERS, call_site, note_compile, note_hit
+from .metrics import COUNTERS, note_compile, note_hit
 
 __all__ = ["cache_size", "clear_cache", "run"]
 
@@ -60,7 +60,7 @@ def run(key, program, n_slots, device_slots, host_layout, host_dtypes, out_slots
         executable = jax.jit(replay, donate_argnums=donate)
         outs = executable(*buffers, *packs)
         _cache[key] = executable
-        note_compile(key, trace_hash(key), call_site(), time.perf_counter() - start, len(program))
+        note_compile(key, trace_hash(key), time.perf_counter() - start, len(program))
         COUNTERS["executions"] += 1
         return outs
     note_hit(trace_hash(key))
