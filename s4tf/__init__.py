@@ -54,7 +54,7 @@ from .autodiff import (
 )
 from .backends.base import backend, barrier, get_backend, set_backend
 from .backends.transfer import to_backend
-from .checkpoint import load, load_training_state, save, save_training_state
+from .checkpoint import CheckpointError, load, load_training_state, save, save_training_state
 from .consumed import ConsumedValueError
 from .creation import arange, eye, full, ones, ones_like, zeros, zeros_like
 from .differentiable import Differentiable, State, moved, no_derivative, replace
@@ -138,6 +138,7 @@ from .autodiff import differentiable  # noqa: F811
 __version__ = "0.1.0"
 
 __all__ = [
+    "CheckpointError",
     "ConsumedValueError",
     "CustomDerivative",
     "DType",

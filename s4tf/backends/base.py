@@ -61,6 +61,15 @@ class Backend:
 
         return self.scalar(value, as_dtype(numpy_dtype))
 
+    def owns_storage(self, data) -> bool:
+        """Whether backend array ``data`` owns its memory and may be written in place.
+
+        Copy-on-write asks this before writing a buffer nobody else refers to; a
+        view, a read-only or a foreign buffer is not ours to write. The lazy
+        backend never writes in place.
+        """
+        return False
+
     def add_inplace(self, dst, src):
         raise NotImplementedError  # abstract: only eager backends define it
 
