@@ -10,7 +10,18 @@ keeps; ``HOW_IT_WORKS.md`` beside this file explains the machinery.
 from .tensor import Tensor
 
 # isort: split
-from . import checkpoint, datasets, initializers, layers, models, nn, optimizers, random, xla
+from . import (
+    checkpoint,
+    datasets,
+    distributed,
+    initializers,
+    layers,
+    models,
+    nn,
+    optimizers,
+    random,
+    xla,
+)
 from .activations import (
     elu,
     gelu,
@@ -165,6 +176,7 @@ __all__ = [
     "cosine_similarity",
     "current_learning_phase",
     "datasets",
+    "distributed",
     "derivative",
     "differentiable",
     "differential",

@@ -80,6 +80,14 @@ class Backend:
     def index_add_inplace(self, dst, index, src, axis=None):
         raise NotImplementedError  # abstract: only eager backends define it
 
+    def follow_layout(self, data, like):
+        """``data`` laid out across devices as ``like`` is (only the xla backend has layouts)."""
+        return data
+
+    def devices(self, data) -> tuple:
+        """Where ``data`` lives, for :attr:`s4tf.Tensor.devices` (the host's memory here)."""
+        return ("cpu",)
+
     def barrier(self) -> None:
         """Run pending work (the lazy backend); a no-op on eager backends."""
 

@@ -58,6 +58,10 @@ class CuPyKernels(ArrayKernels):
 
 
 class _CuPyBackend(ArrayModuleBackend):
+    def devices(self, data) -> tuple:
+        device = getattr(data, "device", None)  # a cupy.cuda.Device; "cpu" on the stand-in
+        return (f"cuda:{device.id}",) if hasattr(device, "id") else ("cpu",)
+
     def index_add_inplace(self, dst, index, src, axis=None):
         if axis is None:
             dst[index] += src

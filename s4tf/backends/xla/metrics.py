@@ -19,7 +19,8 @@ __all__ = ["COUNTERS", "RecompilationWarning", "metrics", "note_compile", "reset
 
 _ZERO = {
     "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
-    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0,
+    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
+    "collectives": (),
 }
 COUNTERS: dict = dict(_ZERO)
 
