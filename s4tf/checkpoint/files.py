@@ -156,7 +156,7 @@ def save(model, path) -> None:
     write_file(path, tensors, {"format": MODEL_FORMAT, "structure": structure})
 
 
-def load(path, like=None):
+def load(path, like=None, *, strategy=None):
     """A new model holding the weights saved in ``path``.
 
     Parameters
@@ -170,6 +170,10 @@ def load(path, like=None):
         listing the missing, unexpected and mis-shaped keys. Without ``like``,
         the model is rebuilt from the recorded structure; its classes must be
         defined in the running program (nothing is imported or unpickled).
+    strategy : s4tf.distributed.Strategy, optional
+        Lay the loaded model out on the strategy's devices
+        (``strategy.replicate``), as the saved one was: a file holds one copy
+        of every tensor, whatever devices it was saved from.
 
     Examples
     --------
@@ -182,7 +186,8 @@ def load(path, like=None):
     [2.0, 3.0]
     """
     arrays, metadata = read_file(path, MODEL_FORMAT)
-    return restore(_json(metadata, "structure", path), arrays, like, path)
+    model = restore(_json(metadata, "structure", path), arrays, like, path)
+    return model if strategy is None else strategy.replicate(model)
 
 
 def restore(structure, arrays: dict, like, path, prefix: str = ""):

@@ -70,6 +70,14 @@ class TrainingLoop:
         the loop then says so once in its output. On a shuffled data set the
         examples left out differ every epoch. Validation always uses every
         example.
+    strategy : s4tf.distributed.Strategy, optional
+        Train on several devices (e.g. ``s4tf.distributed.DataParallel()``, on
+        the xla backend): :meth:`fit` replicates the model and shards every
+        training batch across the strategy's devices; metrics are computed over
+        the whole batch. A training batch must divide by the device count (a
+        clear error says otherwise); the short last batch is dropped, as
+        ``drop_remainder`` says. Validation batches are sharded when they
+        divide and otherwise run whole on the replicated model.
 
     Attributes
     ----------
@@ -97,7 +105,7 @@ class TrainingLoop:
     def __init__(self, *, training: Iterable, validation: Iterable | None = None, optimizer,
                  loss: Callable, metrics: Sequence = ("loss", "accuracy"),
                  callbacks: Sequence[Callback] = (), progress: bool = True,
-                 drop_remainder: bool | None = None):
+                 drop_remainder: bool | None = None, strategy=None):
         if not callable(loss):
             raise TypeError(f"loss must be a function such as s4tf.softmax_cross_entropy; "
                             f"received {loss!r}.")
@@ -119,6 +127,11 @@ class TrainingLoop:
         self.callbacks = list(callbacks)
         self.progress = progress
         self.drop_remainder = drop_remainder
+        if strategy is not None and not (hasattr(strategy, "replicate")
+                                         and hasattr(strategy, "shard")):
+            raise TypeError(f"strategy must be an s4tf.distributed strategy (DataParallel, "
+                            f"FullySharded); received {strategy!r}.")
+        self.strategy = strategy
         self.epoch = 0
         self.step = 0
         self.history: list[dict] = []
@@ -144,6 +157,8 @@ class TrainingLoop:
         self._told_about_drop = False
         if initial_epoch > 0 and self.step == 0:
             self.step = _updates_so_far(self.optimizer, initial_epoch)
+        if self.strategy is not None:
+            model = self.strategy.replicate(model)
         self._fire("on_fit_start", model)
         display = EpochDisplay(self.progress)
         for epoch in range(initial_epoch, epochs):
@@ -157,6 +172,8 @@ class TrainingLoop:
             batches = _same_size_batches(self.training, self.drop_remainder,
                                          lambda short, full: self._dropped(display, short, full))
             for batch, (data, labels) in enumerate(batches):
+                if self.strategy is not None:
+                    data, labels = self.strategy.shard((data, labels))
                 self._fire("on_batch_start", batch)
                 with training():
                     loss_value, output, gradients = self._gradient(model, data, labels)
@@ -217,6 +234,8 @@ class TrainingLoop:
         shown = EpochDisplay(self.progress).validation(batches, _length(batches))
         with inference():
             for data, labels in shown:
+                if self.strategy is not None and _divides(data, len(self.strategy.devices)):
+                    data, labels = self.strategy.shard((data, labels))
                 output = model(data)
                 loss_value = self._call_loss(output, labels)
                 for metric in metrics:
@@ -253,6 +272,11 @@ def _updates_so_far(optimizer, initial_epoch: int) -> int:
         "it one (the number of updates applied), or restore an s4tf optimizer with "
         "s4tf.load_training_state(path, like=model, optimizer=optimizer)."
     )
+
+
+def _divides(data, devices: int) -> bool:
+    size = _batch_size(data, None)
+    return size is not None and size % devices == 0
 
 
 def _batch_size(data, labels) -> int | None:

@@ -210,6 +210,34 @@ def test_saving_a_replicated_model_writes_one_copy_and_loading_can_replicate(tmp
     s4tf.save(replicated, str(tmp_path / "replicated.safetensors"))
     assert (os.path.getsize(tmp_path / "replicated.safetensors")
             == os.path.getsize(tmp_path / "plain.safetensors"))
-    loaded = strategy.replicate(s4tf.load(str(tmp_path / "replicated.safetensors"), like=plain))
+    loaded = s4tf.load(str(tmp_path / "replicated.safetensors"), strategy=strategy)
     assert loaded.hidden.weight.devices == strategy.devices
     assert_same_parameters(plain, loaded, tolerance=0)
+
+
+def test_training_loop_with_a_strategy_equals_one_device_and_drops_the_short_batch(capsys):
+    from s4tf.datasets import Batches
+
+    rng = np.random.default_rng(1)
+    images = rng.normal(size=(70, 12)).astype(np.float32)   # 4 batches of 16 and one of 6
+    labels = rng.integers(0, 5, size=70).astype(np.int32)
+
+    def fit(strategy):
+        s4tf.random.seed(0)
+        model = MLP()
+        loop = s4tf.TrainingLoop(
+            training=Batches.from_arrays(images, labels, batch_size=16, shuffle=True, seed=0),
+            validation=Batches.from_arrays(images[:20], labels[:20], batch_size=16),
+            optimizer=optimizers.Adam(model, learning_rate=0.01),
+            loss=s4tf.softmax_cross_entropy, progress=False, strategy=strategy)
+        return loop.fit(model, epochs=2), loop
+
+    single, single_loop = fit(None)
+    strategy = distributed.DataParallel()
+    parallel, loop = fit(strategy)
+    assert parallel.hidden.weight.devices == strategy.devices
+    assert_same_parameters(single, parallel)
+    for mine, theirs in zip(loop.history, single_loop.history, strict=True):
+        assert mine.keys() == theirs.keys()
+        for key in mine:   # whole-batch metrics: the same numbers as on one device
+            assert abs(mine[key] - theirs[key]) < 1e-5, key

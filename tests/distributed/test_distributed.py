@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import s4tf
@@ -69,3 +70,18 @@ def test_initialize_hands_its_arguments_to_jax(monkeypatch):
 def test_a_scalar_cannot_be_sharded():
     with s4tf.backend("xla"), pytest.raises(ValueError, match="scalar"):
         distributed.DataParallel().shard(s4tf.Tensor(1.0))
+
+
+def test_a_training_loop_with_a_strategy_on_the_naive_backend_says_to_use_xla():
+    from s4tf.datasets import Batches
+
+    model = s4tf.layers.Dense(3, 2)
+    loop = s4tf.TrainingLoop(
+        training=Batches.from_arrays(np.zeros((4, 3), np.float32), np.zeros(4, np.int32), 2),
+        optimizer=s4tf.optimizers.SGD(model), loss=s4tf.softmax_cross_entropy,
+        progress=False, strategy=distributed.DataParallel())
+    with pytest.raises(ValueError, match=r"set_backend\('xla'\)"):
+        loop.fit(model, epochs=1)
+    with pytest.raises(TypeError, match="strategy"):
+        s4tf.TrainingLoop(training=[], optimizer=s4tf.optimizers.SGD(model),
+                          loss=s4tf.softmax_cross_entropy, strategy="ddp")
