@@ -5,7 +5,8 @@
 writes a model's buffers in place first *consumes* the old object (Swift's
 ``consume``): its class is swapped for a consumed type whose every use raises
 :class:`ConsumedValueError` naming the call that consumed it. A stale name
-therefore fails loudly instead of showing changed numbers.
+therefore fails loudly instead of showing changed numbers. Its ``repr`` (and
+``type``, ``isinstance``, IPython's display) still work and name that call.
 """
 
 from __future__ import annotations

@@ -306,3 +306,13 @@ def test_random_call_shapes_never_leave_a_reachable_consumed_or_changed_model(
     opt = cls(make(), learning_rate=0.5)
     names = call_shapes.run(call_shapes.SHAPES[shape], entry, scope, alias, make, opt, g)
     call_shapes.check(call_shapes.SHAPES[shape], alias, names, _expected(entry, cls, make, g))
+
+
+def test_debug_names_the_call_site_that_forced_a_copy(monkeypatch, capsys):
+    monkeypatch.setenv("S4TF_DEBUG", "1")
+    models = [Inner(s4tf.zeros([300_000]), s4tf.zeros([2]))]
+    opt = optimizers.SGD(models[0])
+    m = opt.update(models[0], Inner.TangentVector(w=s4tf.ones([300_000]), b=s4tf.ones([2])))
+    err = capsys.readouterr().err
+    assert "SGD.update" in err and "passed as models[0]" in err
+    assert m.w.shape == (300_000,)

@@ -128,11 +128,21 @@ def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_
             new = rebuild_consumed(cls, fields, iter(leaves), found)
         else:
             new = rebuild(value, iter(leaves), found)
-        # Abandon a copying update that was interrupted: nothing was written.
-        if commit is not None and (root_unique or not interrupt.pending):
-            commit()
-        if root_unique and interrupt.pending:
-            restore(value, new)
+        if root_unique:
+            # Written in place: the update stands, interrupted or not.
+            if commit is not None:
+                commit()
+            if interrupt.pending:
+                try:
+                    interrupt.deliver()
+                except BaseException:
+                    restore(value, new)  # the caller's name holds the finished update
+                    raise
+        else:
+            # A copy: an interrupt that raises abandons it before anything is committed.
+            interrupt.deliver()
+            if commit is not None:
+                commit()
     if debug and not all(found.in_place):
         reason = None if root_unique else copy_reason(value, baseline, consume, caller, entry)
         blocker = found.blocker

@@ -145,3 +145,14 @@ def test_the_verdict_is_cached_per_instruction():
     site(opt, Model())
     site(opt, Model())
     assert opt.seen[0] is opt.seen[1]
+
+
+def test_the_training_loop_hands_its_model_to_the_optimizer_in_a_consuming_shape():
+    import dis
+
+    from s4tf.training_loop.loop import TrainingLoop
+
+    code = TrainingLoop.fit.__code__
+    calls = [ins for ins in dis.get_instructions(code) if ins.opname in callsite._CALLS]
+    passed = [callsite.verdict(code, ins.offset, callsite.UPDATE).passed for ins in calls]
+    assert "as the name 'model'" in passed
