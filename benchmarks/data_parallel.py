@@ -95,13 +95,12 @@ def run_jax(model_name: str, count: int, images, labels, steps: int, warmup: int
         params = jax.device_put({k: jnp.asarray(v) for k, v in lenet_step.initial_weights().items()},
                                 replicated)
 
-        def loss_fn(p):
+        def loss_fn(p, x, y):
             logits = lenet_step.jax_forward(p, x)
             return -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1).mean()
 
-        @jax.jit
-        def step(p):
-            loss, grads = jax.value_and_grad(loss_fn)(p)
+        def step(p, x, y):
+            loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
             return jax.tree_util.tree_map(lambda a, g: a - LEARNING_RATE * g, p, grads), loss
 
         state = params
@@ -112,28 +111,28 @@ def run_jax(model_name: str, count: int, images, labels, steps: int, warmup: int
             zoo_step.MODELS["resnet20"], jax.random.PRNGKey(0))
         params, static = eqx.partition(model, eqx.is_inexact_array)
         params, bn_state = jax.device_put((params, bn_state), replicated)
-        xt = x.transpose(0, 3, 1, 2)
+        x = jax.device_put(images.transpose(0, 3, 1, 2), split)
 
-        def loss_fn(p, s):
+        def loss_fn(p, s, x, y):
             batched = jax.vmap(eqx.combine(p, static), axis_name="batch",
                                in_axes=(0, None), out_axes=(0, None))
-            logits, s = batched(xt, s)
+            logits, s = batched(x, s)
             return -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1).mean(), s
 
-        @jax.jit
-        def step(state):
+        def step(state, x, y):
             p, s = state
-            (loss, s), grads = jax.value_and_grad(loss_fn, has_aux=True)(p, s)
+            (loss, s), grads = jax.value_and_grad(loss_fn, has_aux=True)(p, s, x, y)
             return (jax.tree_util.tree_map(lambda a, g: a - LEARNING_RATE * g, p, grads), s), loss
 
         state = (params, bn_state)
+    # The batch is an argument, as s4tf's is (a closed-over array would be a constant).
     step = jax.jit(step, donate_argnums=0)
     loss, start = None, time.perf_counter()
     for i in range(warmup + steps):
         if i == warmup:
             float(loss)
             start = time.perf_counter()
-        state, loss = step(state)
+        state, loss = step(state, x, y)
     float(loss)
     seconds = time.perf_counter() - start
     return {"examples_per_s": round(steps * len(images) / seconds, 1),
