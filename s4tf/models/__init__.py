@@ -8,5 +8,8 @@ Examples
 """
 
 from .lenet import LeNet
+from .resnet import ResNet
+from .torchvision_weights import load_torchvision
+from .vgg import VGG
 
-__all__ = ["LeNet"]
+__all__ = ["LeNet", "ResNet", "VGG", "load_torchvision"]
