@@ -7,9 +7,12 @@ Examples
 (1, 10)
 """
 
+from .densenet import DenseNet, DenseNet121
 from .lenet import LeNet
 from .resnet import ResNet
+from .resnet_v2 import ResNetV2
 from .torchvision_weights import load_torchvision
 from .vgg import VGG
+from .wide_resnet import WideResNet
 
-__all__ = ["LeNet", "ResNet", "VGG", "load_torchvision"]
+__all__ = ["DenseNet", "DenseNet121", "LeNet", "ResNet", "ResNetV2", "VGG", "WideResNet", "load_torchvision"]

@@ -100,7 +100,7 @@ class BasicBlock(Layer):
     >>> import s4tf
     >>> block = s4tf.models.resnet.BasicBlock(8, 16, strides=2)
     >>> block(s4tf.ones([1, 8, 8, 8])).shape, s4tf.parameter_count(block)
-    ((1, 4, 4, 16), 3648)
+    ((1, 4, 4, 16), 3680)
     """
 
     conv1: layers.Conv2D
@@ -165,14 +165,17 @@ class Bottleneck(Layer):
 BLOCKS = {"basic": BasicBlock, "bottleneck": Bottleneck}
 
 
-def build_blocks(block_class, plan, channels_in: int, width: int) -> tuple[list, int]:
-    """The blocks of every stage (width doubling, stride 2 from the second stage on) and the output width."""
+def build_blocks(block_class, plan, channels_in: int, width: int, **options) -> tuple[list, int]:
+    """The blocks of every stage (width doubling, stride 2 from the second stage on) and the output width.
+
+    ``options`` go to every block (e.g. ``dropout=`` for wide ResNets).
+    """
     blocks = []
     for stage, count in enumerate(plan):
         stage_width = width * 2 ** stage
         for i in range(count):
             strides = 2 if stage > 0 and i == 0 else 1
-            blocks.append(block_class(channels_in, stage_width, strides))
+            blocks.append(block_class(channels_in, stage_width, strides, **options))
             channels_in = stage_width * block_class.expansion
     return blocks, channels_in
 
