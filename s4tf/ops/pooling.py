@@ -24,15 +24,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from .linalg import matmul
 from .primitive import primitive
 from .reductions import max as _reduce_max
 from .reductions import mean as _reduce_mean
-from .linalg import matmul
 from .shapes import shape_of, transpose
 from .window_geometry import check_input, expand, explicit_padding
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "global_avg_pool1d", "global_avg_pool2d",
-           "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d", "global_max_pool3d",
+__all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "global_avg_pool1d",
+           "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d", "global_max_pool3d",
            "max_pool1d", "max_pool2d", "max_pool3d"]
 
 max_pool_scatter_ = primitive(
