@@ -24,6 +24,7 @@ from .. import layers
 from ..checkpoint.files import restore
 from ..checkpoint.structure import CheckpointError, encode
 from ..tensor import Tensor
+from .densenet import DenseNet
 from .resnet import ResNet
 from .vgg import VGG
 
@@ -102,8 +103,22 @@ def _vgg_modules(model: VGG) -> dict:
     return table
 
 
+def _densenet_modules(model: DenseNet) -> dict:
+    table = {"features.conv0": "conv0", "features.norm0": "norm0", "features.norm5": "norm5",
+             "classifier": "classifier"}
+    for b, block in enumerate(model.dense_blocks):
+        for i in range(len(block.layers)):
+            for name in ("norm1", "conv1", "norm2", "conv2"):
+                table[f"features.denseblock{b + 1}.denselayer{i + 1}.{name}"] = \
+                    f"dense_blocks.{b}.layers.{i}.{name}"
+    for t in range(len(model.transitions)):
+        for name in ("norm", "conv"):
+            table[f"features.transition{t + 1}.{name}"] = f"transitions.{t}.{name}"
+    return table
+
+
 # s4tf model class -> its table: {torchvision module name: s4tf layer path or Flattened}.
-MODULE_TABLES = {ResNet: _resnet_modules, VGG: _vgg_modules}
+MODULE_TABLES = {DenseNet: _densenet_modules, ResNet: _resnet_modules, VGG: _vgg_modules}
 
 
 def _layer_at(model, path: str):
@@ -113,10 +128,10 @@ def _layer_at(model, path: str):
     return value
 
 
-def _expected(model, fields: dict) -> dict:
-    """``{torch key: (s4tf key, layout)}`` for every tensor the table says ``model`` takes."""
+def _expected(model, table, fields: dict) -> dict:
+    """``{torch key: (s4tf key, layout)}`` for every tensor ``table`` says ``model`` takes."""
     expected = {}
-    for module, target in MODULE_TABLES[type(model)](model).items():
+    for module, target in table(model).items():
         path = target.path if isinstance(target, Flattened) else target
         layer = _layer_at(model, path)
         for torch_name, field, layout in PARAMETERS[type(layer)]:
@@ -154,7 +169,8 @@ def load_torchvision(model, path):
     torch_model.state_dict(), path)`` (safetensors, never pickle: nothing in the
     file can run code). The s4tf model must have the torchvision model's
     architecture: ``models.ResNet(depth=50)`` for ``resnet50``,
-    ``models.VGG(depth=16)`` for ``vgg16``. Layouts are converted (OIHW
+    ``models.VGG(depth=16)`` for ``vgg16``, ``models.DenseNet121()`` for
+    ``densenet121``. Layouts are converted (OIHW
     filters to HWIO, dense weights transposed, VGG's flattened features
     reordered for NHWC) and values cast to the model's dtypes, so the loaded
     model gives torchvision's logits on the same images in NHWC layout.
@@ -162,7 +178,7 @@ def load_torchvision(model, path):
 
     Parameters
     ----------
-    model : ResNet or VGG
+    model : ResNet, VGG or DenseNet
         A model of the torchvision model's architecture (its weights are replaced).
     path : str or os.PathLike
         The safetensors file.
@@ -194,13 +210,14 @@ def load_torchvision(model, path):
     ...     print("features.3.weight (-> features.2.filter)" in str(error))
     True
     """
-    if type(model) not in MODULE_TABLES:
+    table = next((t for cls, t in MODULE_TABLES.items() if isinstance(model, cls)), None)
+    if table is None:
         known = ", ".join(cls.__name__ for cls in MODULE_TABLES)
         raise TypeError(f"load_torchvision: no torchvision table for {type(model).__name__}; "
                         f"models with one: {known}.")
     fields: dict = {}
     encode(model, fields)
-    expected = _expected(model, fields)
+    expected = _expected(model, table, fields)
     arrays = {key: array for key, array in _read(path).items()
               if not key.endswith(".num_batches_tracked")}
     _check(model, path, expected, arrays, fields)
