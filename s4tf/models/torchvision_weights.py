@@ -228,21 +228,27 @@ def load_torchvision(model, path):
     return restore(None, converted, model, path)
 
 
+def _in_order(keys) -> list:
+    """Keys sorted as a person reads them: ``layer1.2`` before ``layer1.10``."""
+    return sorted(keys, key=lambda key: [(0, int(p), "") if p.isdigit() else (1, 0, p)
+                                         for p in key.split(".")])
+
+
 def _shape(value) -> tuple:
     return tuple(value.shape)
 
 
 def _check(model, path, expected: dict, arrays: dict, fields: dict) -> None:
-    missing = [f"{k} (-> {expected[k][0]})" for k in sorted(set(expected) - set(arrays))]
-    unexpected = sorted(set(arrays) - set(expected))
+    missing = [f"{k} (-> {expected[k][0]})" for k in _in_order(set(expected) - set(arrays))]
+    unexpected = _in_order(set(arrays) - set(expected))
     misshaped = []
-    for torch_key in sorted(set(expected) & set(arrays)):
+    for torch_key in _in_order(set(expected) & set(arrays)):
         key, layout = expected[torch_key]
         want = tuple(layout.torch_shape(_shape(fields[key])))
         got = _shape(arrays[torch_key])
         if got != want:
             misshaped.append(f"{torch_key}: file has {got}, {key} needs {want}")
-    unfilled = sorted(set(fields) - {key for key, _ in expected.values()})
+    unfilled = _in_order(set(fields) - {key for key, _ in expected.values()})
     if not (missing or unexpected or misshaped or unfilled):
         return
     lines = [f"The torchvision weights in {os.fspath(path)!r} do not fit the "

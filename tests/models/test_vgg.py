@@ -42,7 +42,7 @@ def test_layouts(depth, convolutions):
     widths = [3] + [64 * (2 ** min(i, 3)) for i, n in enumerate(
         {11: (1, 1, 2, 2, 2), 13: (2, 2, 2, 2, 2), 16: (2, 2, 3, 3, 3), 19: (2, 2, 4, 4, 4)}[depth])
         for _ in range(n)]
-    conv_count = sum(9 * a * b + b for a, b in zip(widths, widths[1:]))
+    conv_count = sum(9 * a * b + b for a, b in zip(widths[:-1], widths[1:], strict=True))
     dense_count = (25088 * 4096 + 4096) + (4096 * 4096 + 4096) + (4096 * 1000 + 1000)
     assert conv_count + dense_count == COUNTS[depth]
 
