@@ -10,13 +10,15 @@ BatchNorm's ``weight``/``bias``/``running_mean``/``running_var`` to
 ``num_batches_tracked`` is ignored. A dense layer fed by ``torch.flatten`` of a
 ``(channels, h, w)`` map (VGG's first classifier layer) is marked
 :class:`Flattened`: its input rows are reordered to NHWC's ``(h, w, channels)``.
-Adding a family (MobileNetV2, ...) is one more table function.
+Adding a family (MobileNetV2, ...) is one more table function, and a layer type
+not seen before (DepthwiseConv2D, ...) one more row of :data:`PARAMETERS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import typing
 
 import numpy as np
 
@@ -43,8 +45,8 @@ class Flattened:
 class _Layout:
     """How one PyTorch tensor becomes one s4tf field, and the PyTorch shape a field's shape implies."""
 
-    to_s4tf: object
-    torch_shape: object
+    to_s4tf: typing.Callable[[np.ndarray], np.ndarray]
+    torch_shape: typing.Callable[[tuple], tuple]
 
 
 _SAME = _Layout(lambda a: a, lambda shape: shape)
@@ -97,7 +99,8 @@ def _vgg_modules(model: VGG) -> dict:
             torch_index += 2  # torchvision's features hold Conv2d, ReLU pairs
         else:
             torch_index += 1
-    table["classifier.0"] = Flattened("fc1", channels=model.fc1.weight.shape[0] // 49)
+    height, width = model.avgpool.output_size
+    table["classifier.0"] = Flattened("fc1", channels=model.fc1.weight.shape[0] // (height * width))
     table["classifier.3"] = "fc2"
     table["classifier.6"] = "fc3"
     return table
@@ -108,9 +111,9 @@ def _densenet_modules(model: DenseNet) -> dict:
              "classifier": "classifier"}
     for b, block in enumerate(model.dense_blocks):
         for i in range(len(block.layers)):
+            torch_name, path = f"features.denseblock{b + 1}.denselayer{i + 1}", f"dense_blocks.{b}.layers.{i}"
             for name in ("norm1", "conv1", "norm2", "conv2"):
-                table[f"features.denseblock{b + 1}.denselayer{i + 1}.{name}"] = \
-                    f"dense_blocks.{b}.layers.{i}.{name}"
+                table[f"{torch_name}.{name}"] = f"{path}.{name}"
     for t in range(len(model.transitions)):
         for name in ("norm", "conv"):
             table[f"features.transition{t + 1}.{name}"] = f"transitions.{t}.{name}"
@@ -170,11 +173,12 @@ def load_torchvision(model, path):
     file can run code). The s4tf model must have the torchvision model's
     architecture: ``models.ResNet(depth=50)`` for ``resnet50``,
     ``models.VGG(depth=16)`` for ``vgg16``, ``models.DenseNet121()`` for
-    ``densenet121``. Layouts are converted (OIHW
-    filters to HWIO, dense weights transposed, VGG's flattened features
-    reordered for NHWC) and values cast to the model's dtypes, so the loaded
-    model gives torchvision's logits on the same images in NHWC layout.
-    Nothing is downloaded.
+    ``densenet121`` (with ``classes=`` the torchvision model's
+    ``num_classes``). Layouts are converted (OIHW filters to HWIO, dense
+    weights transposed, VGG's flattened features reordered for NHWC) and
+    values cast to the model's dtypes, so the loaded model gives
+    torchvision's logits on the same images in NHWC layout (``x.permute(0,
+    2, 3, 1)``). Nothing is downloaded.
 
     Parameters
     ----------

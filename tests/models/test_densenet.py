@@ -63,3 +63,13 @@ def test_summary_collapses_dense_blocks():
     rows = summary_rows(DenseNet121(), (1, 32, 32, 3))
     assert len(rows) == 13  # conv0, norm0, pool0, 4 dense blocks, 3 transitions, norm5, pool, fc
     assert rows[3].split()[0] == "dense_blocks[0]" and "(DenseBlock)" in rows[3]
+
+
+def test_checkpoint_round_trip_rebuilds_the_model(tmp_path):
+    s4tf.random.seed(2)
+    model = small(classes=3)
+    s4tf.save(model, tmp_path / "densenet.safetensors")
+    loaded = s4tf.load(tmp_path / "densenet.safetensors")
+    assert type(loaded) is DenseNet and len(loaded.transitions) == 1
+    x = s4tf.random.normal([1, 32, 32, 3], seed=0)
+    assert (loaded(x) - model(x)).abs().max().item() == 0.0

@@ -119,3 +119,14 @@ def test_summary_shows_one_row_per_block_and_totals():
         ["conv1", "bn1"] + [f"blocks[{i}]" for i in range(9)] + ["pool", "fc"])
     assert "(BasicBlock)" in rows[5] and "(1, 16, 16, 32)" in rows[5]
     assert rows[5].rstrip().endswith("14,528")  # 4,608 + 9,216 + 2 * 64 BN + 512 + 64 projection
+
+
+def test_checkpoint_round_trip_rebuilds_the_model(tmp_path):
+    s4tf.random.seed(2)
+    model = ResNet(depth=18, width=2, classes=3)
+    s4tf.save(model, tmp_path / "resnet.safetensors")
+    loaded = s4tf.load(tmp_path / "resnet.safetensors")
+    assert type(loaded) is ResNet and loaded.stage_sizes == (2, 2, 2, 2)
+    assert loaded.blocks[2].downsample is not None and loaded.blocks[1].downsample is None
+    x = s4tf.random.normal([1, 32, 32, 3], seed=0)
+    assert (loaded(x) - model(x)).abs().max().item() == 0.0
