@@ -7,12 +7,33 @@ Examples
 (1, 10)
 """
 
+from .autoencoder import Autoencoder, Autoencoder2D
 from .densenet import DenseNet, DenseNet121
+from .gan import (
+    DCGAN,
+    GAN,
+    DCGANDiscriminator,
+    DCGANGenerator,
+    GANDiscriminator,
+    GANGenerator,
+    discriminator_loss,
+    generator_loss,
+)
+from .gpt2_weights import load_gpt2
 from .lenet import LeNet
+from .neumf import NeuMF
 from .resnet import ResNet
 from .resnet_v2 import ResNetV2
 from .torchvision_weights import load_torchvision
+from .transformer import CausalSelfAttention, TransformerBlock, TransformerLM
+from .vae import VAE, VAEOutput, vae_loss
 from .vgg import VGG
 from .wide_resnet import WideResNet
 
-__all__ = ["DenseNet", "DenseNet121", "LeNet", "ResNet", "ResNetV2", "VGG", "WideResNet", "load_torchvision"]
+__all__ = [
+    "DCGAN", "GAN", "VAE", "VGG", "Autoencoder", "Autoencoder2D", "CausalSelfAttention",
+    "DCGANDiscriminator", "DCGANGenerator", "DenseNet", "DenseNet121", "GANDiscriminator",
+    "GANGenerator", "LeNet", "NeuMF", "ResNet", "ResNetV2", "TransformerBlock", "TransformerLM",
+    "VAEOutput", "WideResNet", "discriminator_loss", "generator_loss", "load_gpt2",
+    "load_torchvision", "vae_loss",
+]
