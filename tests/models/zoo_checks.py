@@ -1,4 +1,4 @@
-"""Checks every zoo family runs: one training step on naive and xla, BatchNorm phases, torchvision."""
+"""Checks the image-classifier tests share: a training step on naive and xla, BatchNorm phases, torchvision."""
 
 from __future__ import annotations
 
@@ -6,41 +6,23 @@ import io
 
 import numpy as np
 import pytest
+from generative_steps import assert_step_agrees
 
 import s4tf
-from s4tf import optimizers
 
 
-def _tensor_leaves(value) -> list[np.ndarray]:
-    return [leaf.numpy() for leaf in s4tf.tree_leaves(value) if isinstance(leaf, s4tf.Tensor)]
+def assert_training_step_agrees_on_naive_and_xla(model, input_shape, classes: int):
+    """One training-phase SGD step of a classifier from the same weights on naive and xla agrees.
 
-
-def _train_step(model, x, labels, backend: str):
-    """Loss, and every tensor (weights and running statistics) after one SGD step on ``backend``."""
-    with s4tf.backend(backend):
-        x, labels = s4tf.Tensor(x), s4tf.Tensor(labels)
-        with s4tf.training():
-            loss, grad = s4tf.value_with_gradient(
-                model, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=labels))
-        model = optimizers.SGD(model, learning_rate=0.1).update(model, grad)
-        s4tf.barrier()
-        return loss.item(), _tensor_leaves(model)
-
-
-def assert_training_step_agrees_on_naive_and_xla(model, input_shape, classes: int,
-                                                 rtol: float = 2e-4, atol: float = 2e-5):
-    """One training-phase SGD step from the same weights on naive and xla gives the same model."""
-    pytest.importorskip("jax")
+    Cross-entropy on seeded random images and labels, through
+    ``generative_steps.assert_step_agrees`` (weights and running statistics compared).
+    """
     rng = np.random.default_rng(0)
-    x = rng.standard_normal(input_shape).astype(np.float32)
+    images = rng.standard_normal(input_shape).astype(np.float32)
     labels = rng.integers(0, classes, size=input_shape[0]).astype(np.int32)
-    lazy = s4tf.to_backend(model, "xla")  # before the naive step moves the running statistics
-    want_loss, want = _train_step(model, x, labels, "naive")
-    got_loss, got = _train_step(lazy, x, labels, "xla")
-    assert np.isfinite(want_loss) and abs(got_loss - want_loss) <= 1e-4 * max(1.0, abs(want_loss))
-    assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want, strict=True)):
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"tensor leaf {i}")
+    assert_step_agrees(
+        model, lambda m, x, y: s4tf.softmax_cross_entropy(logits=m(x), labels=y),
+        images, labels, training=True)
 
 
 def assert_running_statistics_move_only_in_training(model, input_shape):
