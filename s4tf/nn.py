@@ -27,6 +27,7 @@ from .ops.convolution import (
     separable_conv2d,
 )
 from .ops.pooling import (
+    adaptive_avg_pool2d,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
@@ -50,8 +51,9 @@ from .ops.resampling import (
 )
 
 __all__ = [
-    "avg_pool1d", "avg_pool2d", "avg_pool3d", "conv1d", "conv1d_transpose", "conv2d",
-    "conv2d_transpose", "conv3d", "conv3d_transpose", "depthwise_conv2d", "global_avg_pool1d",
+    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "conv1d",
+    "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d", "conv3d_transpose",
+    "depthwise_conv2d", "global_avg_pool1d",
     "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d",
     "global_max_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
     "scaled_dot_product_attention", "separable_conv2d", "upsampling1d", "upsampling2d",

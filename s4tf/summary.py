@@ -59,12 +59,52 @@ def _describe_output(output) -> str:
     return type(output).__name__
 
 
-def summary(model, input_shape, dtype=_dtypes.float32, file=None) -> None:
-    """Print every layer ``model`` calls on a zero input of ``input_shape``.
+def _non_trainable_count(model) -> int:
+    """Scalars in tensors that differentiation does not see: State cells (running statistics)
+    and tensors in ``no_derivative`` fields. Python numbers there are hyperparameters, not values."""
+    def tensor_size(leaves):
+        return sum(leaf.size for leaf in leaves if isinstance(leaf, Tensor))
+
+    return tensor_size(tree_leaves(model)) - tensor_size(tree_leaves(model, differentiable=True))
+
+
+def _shown_rows(records, model, max_depth):
+    """``(record, indent)`` for each recorded call shown at ``max_depth``.
+
+    A call's level is 1 for the model's direct children, plus one for each
+    enclosing layer that is not a :class:`~s4tf.layers.Sequential` (a
+    Sequential only groups its items, so they count as its own level). Calls
+    deeper than ``max_depth`` are left out: their enclosing block's row
+    already shows its output and every parameter inside it.
+    """
+    rows, ancestors = [], []  # ancestors: (call depth, layer) of the calls enclosing this one
+    for entry in records:
+        while ancestors and ancestors[-1][0] >= entry["depth"]:
+            ancestors.pop()
+        layer = entry["layer"]
+        ancestors_below_model = [a for _, a in ancestors if a is not model]
+        if layer is not model:
+            level = 1 + sum(not isinstance(a, _layer_module.Sequential) for a in ancestors_below_model)
+            if max_depth is None or level <= max_depth:
+                rows.append((entry, len(ancestors_below_model)))
+        ancestors.append((entry["depth"], layer))
+    return rows
+
+
+def summary(model, input_shape, dtype=_dtypes.float32, file=None, max_depth: int | None = 1) -> None:
+    """Print the layers ``model`` calls on a zero input of ``input_shape``.
 
     Each row shows the layer's field path and type (nested layers indented),
-    the shape of its output and its parameter count; the total comes last.
-    The model runs once, in the inference phase, so nothing changes.
+    the shape of its output and its trainable parameter count. By default
+    (``max_depth=1``) the rows are the model's direct children, so a block
+    (a ResNet bottleneck, a dense block) is one row holding all its
+    parameters; items of a :class:`~s4tf.layers.Sequential` count as the
+    Sequential's own level. ``max_depth=2`` opens blocks one level, ``None``
+    lists every layer. The totals come last: trainable parameters,
+    non-trainable values (BatchNorm running statistics and other tensors
+    differentiation does not see) and their sum (Keras's convention;
+    :func:`parameter_count` is the trainable count). The model runs once, in
+    the inference phase, so nothing changes.
 
     Parameters
     ----------
@@ -74,19 +114,28 @@ def summary(model, input_shape, dtype=_dtypes.float32, file=None) -> None:
     dtype : DType, default float32
         The input's dtype (``s4tf.int32`` for models starting with an Embedding).
     file : text stream, default sys.stdout
+    max_depth : int or None, default 1
+        The deepest level listed (1: the model's direct children); None for all.
 
     Examples
     --------
     >>> import s4tf
     >>> from s4tf import layers
-    >>> s4tf.summary(layers.Sequential(layers.Dense(4, 3), layers.Dense(3, 2)), (1, 4))
-    Layer              Output shape  Params
-    =======================================
-    layers[0] (Dense)  (1, 3)            15
-    layers[1] (Dense)  (1, 2)             8
-    =======================================
-    Total parameters: 23
+    >>> model = layers.Sequential(layers.Dense(4, 3), layers.BatchNorm(3), layers.Dense(3, 2))
+    >>> s4tf.summary(model, (1, 4))
+    Layer                  Output shape  Params
+    ===========================================
+    layers[0] (Dense)      (1, 3)            15
+    layers[1] (BatchNorm)  (1, 3)             6
+    layers[2] (Dense)      (1, 2)             8
+    ===========================================
+    Trainable parameters: 29
+    Non-trainable parameters: 6
+    Total parameters: 35
     """
+    if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 1):
+        raise ValueError(f"summary: max_depth must be an int >= 1 or None (every layer); "
+                         f"received max_depth={max_depth!r}.")
     file = sys.stdout if file is None else file
     names = _names(model, "", {})
     probe = _layer_module._probe
@@ -100,12 +149,9 @@ def summary(model, input_shape, dtype=_dtypes.float32, file=None) -> None:
     finally:
         probe.records, probe.depth, probe.current = None, 0, None
     rows = []
-    for entry in records:
+    for entry, indent in _shown_rows(records, model, max_depth):
         layer = entry["layer"]
-        if layer is model:
-            continue
-        depth = entry["depth"] - (1 if records and records[0]["layer"] is model else 0)
-        label = "  " * depth + f"{names.get(id(layer), '?')} ({type(layer).__name__})"
+        label = "  " * indent + f"{names.get(id(layer), '?')} ({type(layer).__name__})"
         rows.append((label, _describe_output(entry["output"]), parameter_count(layer)))
     width = max([len("Layer")] + [len(r[0]) for r in rows]) + 2
     shape_width = max([len("Output shape")] + [len(r[1]) for r in rows]) + 2
@@ -115,5 +161,8 @@ def summary(model, input_shape, dtype=_dtypes.float32, file=None) -> None:
     lines.append(rule)
     lines += [f"{label:<{width}}{shape:<{shape_width}}{count:>{count_width},}"
               for label, shape, count in rows]
-    lines += [rule, f"Total parameters: {parameter_count(model):,}"]
+    trainable, non_trainable = parameter_count(model), _non_trainable_count(model)
+    lines += [rule, f"Trainable parameters: {trainable:,}",
+              f"Non-trainable parameters: {non_trainable:,}",
+              f"Total parameters: {trainable + non_trainable:,}"]
     print("\n".join(lines), file=file)

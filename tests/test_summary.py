@@ -2,6 +2,8 @@
 
 import io
 
+import pytest
+
 import s4tf
 from s4tf import layers
 from s4tf.models import LeNet
@@ -38,3 +40,67 @@ def test_summary_indents_nested_layers_and_does_not_touch_running_stats():
     assert "layers[0] (Sequential)" in text and "  layers[0].layers[1] (BatchNorm)" in text
     assert bn.running_mean.value.tolist() == [0.0, 0.0, 0.0]
     assert s4tf.parameter_count(bn) == 6
+
+
+def test_summary_totals_trainable_and_non_trainable_values():
+    model = layers.Sequential(layers.Dense(2, 3), layers.BatchNorm(feature_count=3))
+    out = io.StringIO()
+    s4tf.summary(model, (4, 2), file=out)
+    # Dense 2*3 + 3 and BatchNorm offset + scale are trained; its two running statistics are not.
+    assert out.getvalue().splitlines()[-3:] == [
+        "Trainable parameters: 15", "Non-trainable parameters: 6", "Total parameters: 21"]
+    out = io.StringIO()
+    s4tf.summary(LeNet(), (1, 28, 28, 1), file=out)
+    assert out.getvalue().splitlines()[-3:-1] == ["Trainable parameters: 61,706",
+                                                 "Non-trainable parameters: 0"]
+
+
+def test_summary_collapses_blocks_below_max_depth():
+    class Block(s4tf.Layer):
+        inner: layers.Dense
+        norm: layers.BatchNorm
+
+        def __init__(self):
+            self.inner = layers.Dense(3, 3)
+            self.norm = layers.BatchNorm(feature_count=3)
+
+        def __call__(self, x):
+            return self.norm(self.inner(x))
+
+    class Net(s4tf.Layer):
+        stem: layers.Dense
+        blocks: list
+        head: layers.Sequential
+
+        def __init__(self):
+            self.stem = layers.Dense(2, 3)
+            self.blocks = [Block(), Block()]
+            self.head = layers.Sequential(Block(), layers.Dense(3, 1))
+
+        def __call__(self, x):
+            for block in self.blocks:
+                x = block(self.stem(x) if block is self.blocks[0] else x)
+            return self.head(x)
+
+    def names(**options):
+        out = io.StringIO()
+        s4tf.summary(Net(), (4, 2), file=out, **options)
+        lines = out.getvalue().splitlines()
+        return [line.split()[0] for line in lines[2:lines.index(lines[1], 2)]]
+
+    # A Sequential's items sit at its own level; a block's layers one deeper.
+    assert names() == ["stem", "blocks[0]", "blocks[1]", "head", "head.layers[0]", "head.layers[1]"]
+    assert names(max_depth=2) == [
+        "stem", "blocks[0]", "blocks[0].inner", "blocks[0].norm", "blocks[1]", "blocks[1].inner",
+        "blocks[1].norm", "head", "head.layers[0]", "head.layers[0].inner",
+        "head.layers[0].norm", "head.layers[1]"]
+    assert names(max_depth=None) == names(max_depth=2)
+    out = io.StringIO()
+    s4tf.summary(Net(), (4, 2), file=out)
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("blocks[0]"))
+    assert row.rstrip().endswith(" 18")  # the collapsed block holds its layers' 12 + 6
+
+
+def test_summary_rejects_a_bad_max_depth():
+    with pytest.raises(ValueError, match=r"max_depth must be an int >= 1 or None .*received max_depth=0"):
+        s4tf.summary(LeNet(), (1, 28, 28, 1), max_depth=0)

@@ -28,6 +28,7 @@ from .embedding import Embedding
 from .layer import Function, Layer, Sequential
 from .normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm
 from .pooling import (
+    AdaptiveAvgPool2D,
     AvgPool1D,
     AvgPool2D,
     AvgPool3D,
@@ -56,7 +57,7 @@ from .sequence import GRU, LSTM, RNN, Bidirectional
 from .transposed import TransposedConv1D, TransposedConv2D, TransposedConv3D
 
 __all__ = [
-    "AlphaDropout", "AvgPool1D", "AvgPool2D", "AvgPool3D", "BatchNorm", "Bidirectional",
+    "AdaptiveAvgPool2D", "AlphaDropout", "AvgPool1D", "AvgPool2D", "AvgPool3D", "BatchNorm", "Bidirectional",
     "Conv1D", "Conv2D", "Conv3D", "Dense", "DepthwiseConv2D", "Dropout", "Embedding",
     "Flatten", "Function", "GRU", "GRUCell", "GaussianDropout", "GaussianNoise",
     "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "GlobalMaxPool1D",

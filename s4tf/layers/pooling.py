@@ -1,4 +1,4 @@
-"""Pooling layers: Max/Avg pooling over 1-3 spatial axes, and global pools.
+"""Pooling layers: Max/Avg pooling over 1-3 spatial axes, global and adaptive pools.
 
 Thin layers over :mod:`s4tf.nn` (TF semantics: "same" average pooling excludes
 the padding from each window's count). They have no parameters.
@@ -10,11 +10,12 @@ import typing
 
 from .. import nn
 from ..differentiable import no_derivative
+from ..ops.window_geometry import expand as expand_sizes
 from .convolutional import check_padding, expand
 from .layer import Layer, check_input_shape
 
 __all__ = [
-    "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D",
+    "AdaptiveAvgPool2D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D",
     "GlobalAvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPool3D", "MaxPool1D",
     "MaxPool2D", "MaxPool3D",
 ]
@@ -211,3 +212,29 @@ class GlobalMaxPool3D(_GlobalPool):
     """
 
     _rank, _kind = 3, "max"
+
+
+class AdaptiveAvgPool2D(Layer):
+    """Average pooling of NHWC inputs to a fixed spatial size (PyTorch's ``AdaptiveAvgPool2d``).
+
+    ``AdaptiveAvgPool2D(output_size)``: output row ``i`` of ``out`` averages
+    input rows ``floor(i * H / out)`` to ``ceil((i + 1) * H / out)``
+    (exclusive), likewise for columns; see :func:`s4tf.nn.adaptive_avg_pool2d`.
+    Any input size works, smaller ones too (bins then repeat).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> pool = s4tf.layers.AdaptiveAvgPool2D(output_size=(7, 7))
+    >>> pool(s4tf.ones([2, 14, 14, 3])).shape, pool(s4tf.ones([2, 1, 1, 3])).shape
+    ((2, 7, 7, 3), (2, 7, 7, 3))
+    """
+
+    output_size: tuple = no_derivative()
+
+    def __init__(self, output_size):
+        self.output_size = expand_sizes(output_size, 2, "output_size", "AdaptiveAvgPool2D")
+
+    def __call__(self, input):
+        _check_rank(self, input, 2)
+        return nn.adaptive_avg_pool2d(input, self.output_size)

@@ -8,6 +8,7 @@ Examples
 """
 
 from .autoencoder import Autoencoder, Autoencoder2D
+from .densenet import DenseNet, DenseNet121
 from .gan import (
     DCGAN,
     GAN,
@@ -21,12 +22,18 @@ from .gan import (
 from .gpt2_weights import load_gpt2
 from .lenet import LeNet
 from .neumf import NeuMF
+from .resnet import ResNet
+from .resnet_v2 import ResNetV2
+from .torchvision_weights import load_torchvision
 from .transformer import CausalSelfAttention, TransformerBlock, TransformerLM
 from .vae import VAE, VAEOutput, vae_loss
+from .vgg import VGG
+from .wide_resnet import WideResNet
 
 __all__ = [
-    "DCGAN", "GAN", "VAE", "Autoencoder", "Autoencoder2D", "CausalSelfAttention",
-    "DCGANDiscriminator", "DCGANGenerator", "GANDiscriminator", "GANGenerator", "LeNet", "NeuMF",
-    "TransformerBlock", "TransformerLM", "VAEOutput", "discriminator_loss", "generator_loss",
-    "load_gpt2", "vae_loss",
+    "DCGAN", "GAN", "VAE", "VGG", "Autoencoder", "Autoencoder2D", "CausalSelfAttention",
+    "DCGANDiscriminator", "DCGANGenerator", "DenseNet", "DenseNet121", "GANDiscriminator",
+    "GANGenerator", "LeNet", "NeuMF", "ResNet", "ResNetV2", "TransformerBlock", "TransformerLM",
+    "VAEOutput", "WideResNet", "discriminator_loss", "generator_loss", "load_gpt2",
+    "load_torchvision", "vae_loss",
 ]

@@ -1,4 +1,4 @@
-"""Pooling with TF semantics: max and average windows, and global pools.
+"""Pooling with TF semantics: max and average windows, global and adaptive pools.
 
 Max pooling is piecewise linear in its input, so its derivatives close over two
 primitives (besides ``max_pool`` itself, the fast forward):
@@ -14,7 +14,9 @@ max_pool_scatter(x, g)     (g:) max_pool_select(x, a)   max_pool_scatter(x, t_g)
 ``x`` only chooses the positions (the first maximum of each window, as TF's
 MaxPoolGrad), so no rule flows into it from select/scatter. Average pooling is
 ``window_sum(x) / count`` where ``count`` excludes padding (TF's "same");
-``window_sum`` and ``window_sum_transpose`` are each other's VJP.
+``window_sum`` and ``window_sum_transpose`` are each other's VJP. Adaptive
+average pooling (PyTorch's bins) is linear with a constant matrix per spatial
+axis, so it is two matrix products and needs no primitive of its own.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from .linalg import matmul
 from .primitive import primitive
 from .reductions import max as _reduce_max
 from .reductions import mean as _reduce_mean
-from .shapes import shape_of
+from .shapes import shape_of, transpose
 from .window_geometry import check_input, expand, explicit_padding
 
-__all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "global_avg_pool1d", "global_avg_pool2d",
-           "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d", "global_max_pool3d",
+__all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "global_avg_pool1d",
+           "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d", "global_max_pool3d",
            "max_pool1d", "max_pool2d", "max_pool3d"]
 
 max_pool_scatter_ = primitive(
@@ -184,3 +187,60 @@ def _make_global(kind, n):
 
 global_avg_pool1d, global_avg_pool2d, global_avg_pool3d = (_make_global("avg", n) for n in (1, 2, 3))
 global_max_pool1d, global_max_pool2d, global_max_pool3d = (_make_global("max", n) for n in (1, 2, 3))
+
+
+def _bin_means(size: int, out: int) -> np.ndarray:
+    """``(out, size)``: row ``i`` averages PyTorch's bin ``floor(i*size/out) .. ceil((i+1)*size/out)``."""
+    matrix = np.zeros((out, size))
+    for i in range(out):
+        start, end = (i * size) // out, -(-(i + 1) * size // out)
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to a fixed ``output_size``, with PyTorch's ``adaptive_avg_pool2d`` bins.
+
+    Output row ``i`` of ``out`` averages input rows ``floor(i * H / out)`` up
+    to (excluding) ``ceil((i + 1) * H / out)``, and likewise for columns, so
+    bins may overlap or repeat when ``out`` does not divide ``H`` (a 1x1 map
+    pooled to 7x7 is the value repeated). torchvision's VGG pools its features
+    to 7x7 this way before the classifier.
+
+    Parameters
+    ----------
+    input : Tensor
+        ``(batch, height, width, channels)``.
+    output_size : int or tuple of 2 ints
+        ``(out_height, out_width)``.
+
+    Returns
+    -------
+    Tensor
+        ``(batch, out_height, out_width, channels)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> x = s4tf.reshape(s4tf.arange(9.0), (1, 3, 3, 1))
+    >>> s4tf.nn.adaptive_avg_pool2d(x, 2).reshape(-1).tolist()
+    [2.0, 3.0, 5.0, 6.0]
+    >>> s4tf.nn.adaptive_avg_pool2d(s4tf.ones([2, 1, 1, 4]), (7, 7)).shape
+    (2, 7, 7, 4)
+    """
+    op = "adaptive_avg_pool2d"
+    _, height, width, _ = check_input(input, 2, op)
+    out_height, out_width = expand(output_size, 2, "output_size", op)
+    if (out_height, out_width) == (height, width):
+        return input  # every bin is one element
+    backend = input._backend
+
+    def constant(matrix):
+        return Tensor._wrap(backend.asarray(matrix, input.dtype), backend)
+
+    rows = constant(_bin_means(height, out_height))       # (out_h, H)
+    columns = constant(_bin_means(width, out_width).T)    # (W, out_w)
+    # (N, C, H, W): rows @ x @ columns averages every bin of every channel at once.
+    channels_first = transpose(input, (0, 3, 1, 2))
+    pooled = matmul(matmul(rows, channels_first), columns)
+    return transpose(pooled, (0, 2, 3, 1))

@@ -26,3 +26,13 @@ def test_strides_default_to_pool_size():
     pool = layers.AvgPool2D(pool_size=(2, 3))
     assert pool.strides == (2, 3) and pool.padding == "valid"
     assert pool(s4tf.ones([1, 4, 6, 1])).shape == (1, 2, 2, 1)
+
+
+def test_adaptive_avg_pool2d_layer_matches_nn_on_every_backend(backend):
+    x = s4tf.random.normal((2, 5, 3, 4), dtype=s4tf.float64, seed=3)
+    layer = layers.AdaptiveAvgPool2D(output_size=(2, 3))
+    assert layer.output_size == (2, 3) and s4tf.parameter_count(layer) == 0
+    np.testing.assert_array_equal(layer(x).numpy(), s4tf.nn.adaptive_avg_pool2d(x, (2, 3)).numpy())
+    check_gradients(lambda x: layer(x), x)
+    with pytest.raises(ValueError, match=r"AdaptiveAvgPool2D: expected an input of shape"):
+        layer(s4tf.ones([5, 3, 4]))

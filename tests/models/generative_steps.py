@@ -1,7 +1,8 @@
 """One SGD step of a zoo model on naive and on xla, for the generative-model tests.
 
 Not a test module: ``assert_step_agrees`` is shared by the tests of the
-autoencoders, VAE, GANs, TransformerLM and NeuMF.
+autoencoders, VAE, GANs, TransformerLM and NeuMF, and (through
+``zoo_checks.assert_training_step_agrees_on_naive_and_xla``) the image classifiers.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def _step(model, loss_of, arrays, training: bool, seed: int):
         loss, grads = s4tf.value_with_gradient(model, of=lambda m: loss_of(m, *inputs))
     model = optimizers.SGD(model, learning_rate=0.1).update(model, grads)
     s4tf.barrier()
-    return float(loss.numpy()), [leaf.numpy() for leaf in s4tf.tree_leaves(model, differentiable=True)]
+    # Every tensor: the weights and any running statistics the training-phase step moved.
+    return float(loss.numpy()), [leaf.numpy() for leaf in s4tf.tree_leaves(model)
+                                 if isinstance(leaf, s4tf.Tensor)]
 
 
 def assert_step_agrees(model, loss_of, *arrays, training: bool = False, rtol: float = 2e-4,
@@ -33,7 +36,8 @@ def assert_step_agrees(model, loss_of, *arrays, training: bool = False, rtol: fl
     """One SGD step (learning rate 0.1) of ``model`` on naive and on xla gives the same result.
 
     ``model`` is built on naive; ``loss_of(model, *inputs)`` returns a scalar;
-    ``arrays`` are NumPy inputs. The loss and every updated weight are compared.
+    ``arrays`` are NumPy inputs. The loss, every updated weight and every
+    running statistic (State cells, moved in the training phase) are compared.
     """
     pytest.importorskip("jax")
     lazy = s4tf.to_backend(model, "xla")
@@ -44,7 +48,7 @@ def assert_step_agrees(model, loss_of, *arrays, training: bool = False, rtol: fl
     np.testing.assert_allclose(xla_loss, naive_loss, rtol=rtol, atol=atol)
     assert len(xla_weights) == len(naive_weights)
     for i, (got, want) in enumerate(zip(xla_weights, naive_weights, strict=True)):
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"weight {i}")
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"tensor {i}")
     # The step moved the weights (a zero gradient would make the comparison vacuous).
-    before = [leaf.numpy() for leaf in s4tf.tree_leaves(model, differentiable=True)]
+    before = [leaf.numpy() for leaf in s4tf.tree_leaves(model) if isinstance(leaf, s4tf.Tensor)]
     assert any(not np.array_equal(b, a) for b, a in zip(before, naive_weights, strict=True))

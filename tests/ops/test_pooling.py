@@ -210,3 +210,42 @@ def test_every_backend_matches_naive_values_and_gradients(backend, case):
     grad = s4tf.gradient(x, of=loss)
     assert grad.backend == backend
     np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-9, atol=1e-9)
+
+
+def ref_adaptive_avg_pool2d(x, out_h, out_w):
+    """PyTorch's bins, by loops: start = floor(i * H / out), end = ceil((i + 1) * H / out)."""
+    n, height, width, c = x.shape
+    y = np.zeros((n, out_h, out_w, c))
+    for i in range(out_h):
+        h0, h1 = math.floor(i * height / out_h), math.ceil((i + 1) * height / out_h)
+        for j in range(out_w):
+            w0, w1 = math.floor(j * width / out_w), math.ceil((j + 1) * width / out_w)
+            y[:, i, j] = x[:, h0:h1, w0:w1].mean(axis=(1, 2))
+    return y
+
+
+@pytest.mark.parametrize("spatial, out", [((6, 4), (3, 2)), ((5, 7), (3, 2)), ((1, 1), (7, 7)),
+                                          ((3, 5), (7, 4)), ((4, 4), (4, 4)), ((5, 3), (1, 1))])
+def test_adaptive_avg_pool2d_matches_pytorch_bins(backend, spatial, out):
+    array = _f64(2, *spatial, 3)
+    x = s4tf.Tensor(array, dtype=s4tf.float64)
+    got = s4tf.nn.adaptive_avg_pool2d(x, out)
+    assert got.backend == backend and got.shape == (2, *out, 3)
+    np.testing.assert_allclose(got.numpy(), ref_adaptive_avg_pool2d(array, *out), rtol=1e-12)
+    check_gradients(lambda x: s4tf.nn.adaptive_avg_pool2d(x, out), x)
+
+
+def test_adaptive_avg_pool2d_overlapping_bins_by_hand():
+    # 5 rows into 3 bins: rows 0-1, 1-3 (1, 2), 3-4; 1 column stays.
+    x = s4tf.reshape(s4tf.Tensor([0.0, 1.0, 2.0, 3.0, 4.0]), (1, 5, 1, 1))
+    assert s4tf.nn.adaptive_avg_pool2d(x, (3, 1)).reshape(-1).tolist() == [0.5, 2.0, 3.5]
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: s4tf.nn.adaptive_avg_pool2d(s4tf.ones([4, 4, 3]), 2), ["rank 4", "(4, 4, 3)"]),
+    (lambda: s4tf.nn.adaptive_avg_pool2d(s4tf.ones([1, 4, 4, 3]), (2, 0)), ["output_size", "(2, 0)"]),
+])
+def test_adaptive_avg_pool2d_errors(call, words):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert all(word in str(info.value) for word in words), str(info.value)
