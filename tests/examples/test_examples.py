@@ -57,3 +57,14 @@ def test_wave_simulation_conserves_a_flat_surface_and_spreads_a_bump():
     spread = example.simulate(bump, steps=3).numpy()
     assert spread[4, 4] < 1.0 and spread[4, 6] != 0.0    # energy moved outwards
     assert abs(spread - spread.T).max() < 1e-6           # symmetric source, symmetric waves
+
+
+def test_resnet_smoke_run_trains_and_its_checkpoint_reloads_without_like(tmp_path):
+    example = load_example("resnet_cifar")
+    output = tmp_path / "resnet.safetensors"
+    accuracy = example.main(["--smoke", "--output", str(output), "--no-progress"])
+    assert 0.0 <= accuracy <= 1.0
+    reloaded = s4tf.load(str(output))
+    assert isinstance(reloaded, s4tf.models.ResNet)
+    assert s4tf.parameter_count(reloaded) == s4tf.parameter_count(
+        s4tf.models.ResNet(depth=20, classes=8, stem="cifar"))
