@@ -37,11 +37,16 @@ class Backend:
     supports_inplace : bool
         Whether ``add_inplace`` / ``index_add_inplace`` may write into a buffer
         (eager backends); the lazy backend builds new values instead.
+    lazy : bool
+        Whether reading a value may run pending work (the xla backend): checks
+        that need the numbers (index ranges) are skipped there unless
+        ``S4TF_CHECKS=1``.
     """
 
     name: str = "?"
     kernels = None
     supports_inplace = False
+    lazy = False
 
     def asarray(self, value, dtype):
         """A new backend array holding a copy of ``value`` (NumPy array or scalar)."""

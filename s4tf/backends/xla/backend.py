@@ -34,6 +34,7 @@ class XLABackend(Backend):
 
     name = "xla"
     supports_inplace = False
+    lazy = True
     array_type = LazyArray
 
     def __init__(self) -> None:
