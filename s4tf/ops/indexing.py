@@ -217,6 +217,7 @@ def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: st
     """
     from .. import dtypes
     from .._sizes import size
+    from ..backends.base import backend
     from ..creation import arange
 
     depth = size(depth, "depth", owner, 0)
@@ -224,7 +225,9 @@ def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: st
         indices = Tensor(np.asarray(indices, dtype=np.int32))
     check_indices(indices, low, depth, owner, what, hint)
     dtype = dtypes.as_dtype(dtype or dtypes.float32)
-    hits = cast(equal(expand_dims(indices, -1), arange(depth, dtype=indices.dtype)), dtype=dtype)
+    with backend(innermost(indices).backend):  # the classes live where the indices do
+        classes = arange(depth, dtype=indices.dtype)
+    hits = cast(equal(expand_dims(indices, -1), classes), dtype=dtype)
     if getattr(innermost(indices)._backend, "lazy", False) and dtype.is_floating:
         # Unchecked on the lazy backend: an out-of-range row becomes NaN, never zeros.
         valid = logical_and(greater_equal(indices, low), less(indices, depth))

@@ -78,3 +78,15 @@ def test_checked_mode_validates_on_the_lazy_backend(monkeypatch):
         with pytest.raises(IndexError, match=r"one_hot: indices must lie in \[-1, 3\)"):
             s4tf.one_hot(s4tf.Tensor([3]), 3)
         assert s4tf.gather(table, s4tf.Tensor([1])).tolist() == [TABLE[1]]
+
+
+def test_one_hot_and_int_label_losses_follow_the_indices_backend(backend):
+    with s4tf.backend(backend):
+        labels = s4tf.Tensor([1, 0])
+        logits = s4tf.Tensor([[0.0, 1.0], [2.0, 0.0]])
+    with s4tf.backend("naive" if backend != "naive" else "cupy"):  # another current backend
+        assert s4tf.one_hot(labels, 2).backend == backend
+        loss = s4tf.softmax_cross_entropy(logits=logits, labels=labels)
+    assert loss.backend == backend
+    expected = (np.log1p(np.exp(-1.0)) + np.log1p(np.exp(-2.0))) / 2
+    np.testing.assert_allclose(loss.item(), expected, rtol=1e-5)
