@@ -10,7 +10,18 @@ keeps; ``HOW_IT_WORKS.md`` beside this file explains the machinery.
 from .tensor import Tensor
 
 # isort: split
-from . import checkpoint, datasets, initializers, layers, models, nn, optimizers, random, xla
+from . import (
+    checkpoint,
+    datasets,
+    distributed,
+    initializers,
+    layers,
+    models,
+    nn,
+    optimizers,
+    random,
+    xla,
+)
 from .activations import (
     elu,
     gelu,
@@ -43,14 +54,20 @@ from .autodiff import (
 )
 from .backends.base import backend, barrier, get_backend, set_backend
 from .backends.transfer import to_backend
-from .checkpoint import load, load_training_state, save, save_training_state
+from .checkpoint import CheckpointError, load, load_training_state, save, save_training_state
 from .consumed import ConsumedValueError
 from .creation import arange, eye, full, ones, ones_like, zeros, zeros_like
 from .differentiable import Differentiable, State, moved, no_derivative, replace
 from .dtypes import DType, bfloat16, float16, float32, float64, int32, int64
 from .dtypes import bool_ as bool  # noqa: A001  (s4tf.bool, as in the contract)
 from .layers import Layer
-from .learning_phase import current_learning_phase, inference, learning_phase, training
+from .learning_phase import (
+    InferencePhaseWarning,
+    current_learning_phase,
+    inference,
+    learning_phase,
+    training,
+)
 from .losses import (
     categorical_hinge_loss,
     cosine_similarity,
@@ -127,10 +144,12 @@ from .autodiff import differentiable  # noqa: F811
 __version__ = "0.1.0"
 
 __all__ = [
+    "CheckpointError",
     "ConsumedValueError",
     "CustomDerivative",
     "DType",
     "Differentiable",
+    "InferencePhaseWarning",
     "Layer",
     "NonDifferentiableError",
     "State",
@@ -157,6 +176,7 @@ __all__ = [
     "cosine_similarity",
     "current_learning_phase",
     "datasets",
+    "distributed",
     "derivative",
     "differentiable",
     "differential",

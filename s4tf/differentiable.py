@@ -84,16 +84,59 @@ def _wrap_init(cls, init):
             else:
                 del state[_INIT_DEPTH]
         if not depth:
-            missing = [n for n in type(self)._s4tf_all_fields
-                       if n not in state and not hasattr(type(self), n)]
-            if missing:
-                raise TypeError(
-                    f"{type(self).__name__}.__init__ did not set the field(s) {', '.join(missing)}; "
-                    "assign every annotated field (self.name = ...) or give it a default."
-                )
+            _check_fields(self, state)
 
     __init__._s4tf_wrapped = True
     return __init__
+
+
+def _check_fields(value, state) -> None:
+    """After the outermost ``__init__``: every field set, and nothing set that is not a field.
+
+    An attribute without a field annotation would be invisible to everything
+    that works field by field (differentiation, ``parameter_count``, optimizer
+    updates, ``moved``, ``replace``, checkpoints, which rebuild values from
+    their fields alone), so it is refused here rather than lost later. Private
+    names (``self._cache``) are no exception: they would be dropped by the
+    first rebuild just the same.
+    """
+    cls = type(value)
+    fields = cls._s4tf_all_fields
+    # An unannotated attribute first: it often explains a missing field too (a misspelling).
+    extra = [n for n in state if n not in fields]
+    if extra:
+        name = extra[0]
+        raise TypeError(
+            f"{cls.__name__}.{name} was assigned in __init__ but has no field annotation; add "
+            f"`{name}: {_annotation_for(state[name])}` to the class body of {cls.__name__}"
+            + (f" (and annotate {', '.join(extra[1:])} likewise)" if len(extra) > 1 else "")
+            + ". Only annotated fields are part of the value: differentiation, optimizers, "
+            "moved/replace and checkpoints rebuild it from its fields, so any other attribute "
+            "would be lost. Declare a float or tensor that must not be differentiated with "
+            "`= s4tf.no_derivative()` after its annotation."
+        )
+    missing = [n for n in fields if n not in state and not hasattr(cls, n)]
+    if missing:
+        raise TypeError(
+            f"{cls.__name__}.__init__ did not set the field(s) {', '.join(missing)}; "
+            "assign every annotated field (self.name = ...) or give it a default."
+        )
+
+
+def _annotation_for(value) -> str:
+    """How a user would write the type of ``value`` in a class body (``layers.Dense``)."""
+    kind = type(value)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    if isinstance(value, Tensor):
+        return "s4tf.Tensor"
+    module = kind.__module__
+    for public in ("layers", "models", "optimizers"):
+        if module == f"s4tf.{public}" or module.startswith(f"s4tf.{public}."):
+            return f"{public}.{kind.__qualname__}"
+    if module.startswith("s4tf.") or module == "s4tf":
+        return f"s4tf.{kind.__qualname__}"
+    return kind.__qualname__
 
 
 def _register_jax_pytree(cls):

@@ -1,4 +1,4 @@
-"""``s4tf.nn``: the functional neural-network ops (convolutions, pools, resampling).
+"""``s4tf.nn``: the functional neural-network ops (convolutions, pools, resampling, attention).
 
 Channels-last data (NHWC and its 1-D/3-D analogues) and HWIO filters, as in
 Swift for TensorFlow; "same"/"valid" padding with TensorFlow's semantics. Every
@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+from .ops.attention import scaled_dot_product_attention
 from .ops.convolution import (
     conv1d,
     conv1d_transpose,
@@ -52,7 +53,7 @@ __all__ = [
     "avg_pool1d", "avg_pool2d", "avg_pool3d", "conv1d", "conv1d_transpose", "conv2d",
     "conv2d_transpose", "conv3d", "conv3d_transpose", "depthwise_conv2d", "global_avg_pool1d",
     "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d",
-    "global_max_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "separable_conv2d",
-    "upsampling1d", "upsampling2d", "upsampling3d", "zero_padding1d", "zero_padding2d",
-    "zero_padding3d",
+    "global_max_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
+    "scaled_dot_product_attention", "separable_conv2d", "upsampling1d", "upsampling2d",
+    "upsampling3d", "zero_padding1d", "zero_padding2d", "zero_padding3d",
 ]

@@ -181,6 +181,23 @@ class Tensor:
     def backend(self) -> str:
         return self._backend.name
 
+    @property
+    def devices(self) -> tuple:
+        """The devices that hold this tensor's values.
+
+        On the xla backend these are JAX devices: one for an ordinary tensor, all
+        of a strategy's devices for a replicated or sharded one (a pending value
+        is computed first). The eager backends report ``("cpu",)`` (naive) or
+        the CUDA device (cupy).
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> s4tf.Tensor([1.0, 2.0]).devices
+        ('cpu',)
+        """
+        return self._backend.devices(self._data)
+
     # Conversion.
     def numpy(self) -> np.ndarray:
         """A read-only NumPy array of the values (waits for pending lazy work).

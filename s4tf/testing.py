@@ -34,6 +34,8 @@ def assert_allclose(actual, expected, atol: float = 1e-6, rtol: float = 1e-6, wh
 
     Tangent vectors, Differentiable values, dicts and lists of tensors are
     compared field by field; ``None`` counts as zero of any shape (as in tangents).
+    Shapes must match exactly: nothing is broadcast, so a gradient of the wrong
+    shape fails even when its numbers would broadcast to the expected ones.
 
     Examples
     --------
@@ -63,12 +65,10 @@ def assert_allclose(actual, expected, atol: float = 1e-6, rtol: float = 1e-6, wh
             assert_allclose(a, e, atol, rtol, f"{what}[{i}]")
         return
     a_arr, e_arr = _as_array(actual), _as_array(expected)
-    try:
-        a_arr, e_arr = np.broadcast_arrays(a_arr, e_arr)
-    except ValueError:
-        raise AssertionError(
-            f"{what}: shape {np.shape(a_arr)} does not match the expected {np.shape(e_arr)}."
-        ) from None
+    if actual is None:
+        a_arr = np.zeros_like(e_arr)
+    elif expected is None:
+        e_arr = np.zeros_like(a_arr)
     _compare(a_arr, e_arr, atol, rtol, what)
 
 
@@ -82,6 +82,11 @@ def _is_structure(value) -> bool:
 
 
 def _compare(actual, expected, atol, rtol, what):
+    if actual.shape != expected.shape:
+        # Never broadcast: (3,) against (2, 3) is a wrong answer, not a close one.
+        raise AssertionError(
+            f"{what}: shape {actual.shape} does not match the expected shape {expected.shape}."
+        )
     error = np.abs(actual - expected)
     bad = ~(error <= atol + rtol * np.abs(expected))  # NaNs count as failures
     if bad.any():
@@ -128,7 +133,7 @@ class _Point:
         return self.treedef.tangent_unflatten(leaves)
 
     def tangent_arrays(self, tangent):
-        return [_as_array(t) for t in self.treedef.tangent_leaves(tangent)]
+        return [None if t is None else _as_array(t) for t in self.treedef.tangent_leaves(tangent)]
 
 
 def _output_arrays(value):
@@ -194,7 +199,7 @@ def _check_reverse(f, points, values, rng, eps, atol, rtol, label):
     expected = _numeric_gradient(f, points, cotangent, eps)
     for i, (point, tangent, numeric) in enumerate(zip(points, results, expected, strict=True)):
         for j, (got, want) in enumerate(zip(point.tangent_arrays(tangent), numeric, strict=True)):
-            _compare(np.broadcast_to(got, want.shape), want, atol, rtol,
+            _compare(_zero_if_none(got, want), want, atol, rtol,
                      f"{label}: reverse mode ({how}) of {_name(f)} w.r.t. argument {i}, "
                      f"leaf {j} of {len(numeric)}")
 
@@ -208,14 +213,19 @@ def _check_forward(f, points, rng, eps, atol, rtol, label):
     got = _output_arrays_tangent(f(*args), differential(*args, of=f)(*tangents))
     want = _numeric_directional(f, points, directions, eps)
     for j, (g, w) in enumerate(zip(got, want, strict=True)):
-        _compare(np.broadcast_to(g, w.shape), w, atol, rtol,
+        _compare(_zero_if_none(g, w), w, atol, rtol,
                  f"{label}: forward mode (differential with a random tangent) of {_name(f)}, "
                  f"output leaf {j} of {len(want)}")
 
 
 def _output_arrays_tangent(value, tangent):
     treedef = tree_flatten(value, differentiable=True)[1]
-    return [_as_array(t) for t in treedef.tangent_leaves(tangent)]
+    return [None if t is None else _as_array(t) for t in treedef.tangent_leaves(tangent)]
+
+
+def _zero_if_none(got, want):
+    """A ``None`` tangent is the zero of its leaf; any other must have the leaf's shape."""
+    return np.zeros_like(want) if got is None else got
 
 
 def _projected_vjp(f, points, cotangent, weights):

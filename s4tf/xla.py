@@ -10,7 +10,8 @@ __all__ = ["RecompilationWarning", "metrics", "reset_metrics"]
 
 _EMPTY = {
     "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
-    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0,
+    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
+    "collectives": (),
 }
 
 
@@ -40,7 +41,11 @@ def metrics() -> dict:
         compiled), ``traced_ops`` (IR nodes recorded), ``executions`` (compiled
         graphs run), ``compile_time`` / ``execute_time`` / ``graph_time``
         (seconds spent compiling, dispatching, and collecting + hashing graphs)
-        and ``donated_buffers`` (input buffers handed to XLA for reuse).
+        ``donated_buffers`` (input buffers handed to XLA for reuse), ``devices``
+        (how many devices the last graph ran on: more than one under a
+        :mod:`s4tf.distributed` strategy) and ``collectives`` (the collective
+        operations XLA inserted into that graph, e.g. ``("all-reduce",)`` for
+        the gradient sum of data-parallel training; empty on one device).
 
     Examples
     --------

@@ -1,7 +1,8 @@
 """Shared fixtures: ``backend`` runs a test on every available backend.
 
-CuPy runs over NumPy standing in (``S4TF_CUPY_STANDIN=numpy``) when CuPy is not
-installed, so its code paths are tested on machines without a GPU.
+CuPy runs over its stand-in (``S4TF_CUPY_STANDIN=numpy``:
+:mod:`s4tf.backends.cupy_standin`, NumPy behind CuPy's host boundary) when CuPy
+is not installed, so its code paths are tested on machines without a GPU.
 """
 
 from __future__ import annotations

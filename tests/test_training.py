@@ -276,3 +276,141 @@ def test_bad_arguments_are_explained():
         tiny_loop(model, metrics=("f1",))
     with pytest.raises(ValueError, match="epochs must be a positive int"):
         tiny_loop(model).fit(model, epochs=0)
+
+
+class DropoutMLP(s4tf.Layer):
+    hidden: layers.Dense
+    drop: layers.Dropout
+    out: layers.Dense
+
+    def __init__(self):
+        self.hidden = layers.Dense(3, 8, activation=s4tf.relu)
+        self.drop = layers.Dropout(0.25)
+        self.out = layers.Dense(8, 2)
+
+    def __call__(self, x):
+        return self.out(self.drop(self.hidden(x)))
+
+
+def _scheduled_run(epochs, resume_from=None, state_path=None):
+    """Fresh objects every call: data, model, optimizer, schedule and loop."""
+    rng = np.random.default_rng(7)
+    data = Batches.from_arrays(rng.normal(size=(10, 3)).astype(np.float32),
+                               rng.integers(0, 2, size=10), batch_size=4, shuffle=True,
+                               seed=5, prefetch=False)
+    s4tf.random.seed(0)
+    model = DropoutMLP()
+    optimizer = optimizers.Adam(model, learning_rate=0.05)
+    initial_epoch = 0
+    if resume_from is not None:
+        model, initial_epoch, _ = s4tf.load_training_state(resume_from, like=model,
+                                                           optimizer=optimizer)
+    rates = []
+
+    class RateProbe(s4tf.callbacks.Callback):
+        def on_update_start(self, loop, gradients):
+            rates.append((loop.step, loop.optimizer.learning_rate))
+
+    schedule = optimizers.schedules.ExponentialDecay(0.05, decay_rate=0.5, decay_steps=3)
+    callbacks = [s4tf.callbacks.LearningRateScheduler(schedule, per="step"), RateProbe()]
+    if state_path is not None:
+        callbacks.append(s4tf.callbacks.ModelCheckpoint(state_path, training_state=True))
+    loop = s4tf.TrainingLoop(training=data, optimizer=optimizer, loss=s4tf.softmax_cross_entropy,
+                             callbacks=callbacks, progress=False)
+    return loop.fit(model, epochs=epochs, initial_epoch=initial_epoch), loop, rates
+
+
+def test_resuming_with_a_per_step_schedule_is_bit_exact(tmp_path):
+    unbroken, unbroken_loop, unbroken_rates = _scheduled_run(epochs=4)
+    state = str(tmp_path / "state-{epoch}.safetensors")
+    _scheduled_run(epochs=2, state_path=state)
+    s4tf.random.seed(99)  # resuming restores the random state (Dropout's masks) itself
+    resumed, loop, rates = _scheduled_run(epochs=4, resume_from=state.format(epoch=2))
+    assert loop.step == unbroken_loop.step == 12
+    assert rates == unbroken_rates[6:]  # steps 6..11 with the same decayed rates
+    for a, b in zip(s4tf.tree_leaves(unbroken), s4tf.tree_leaves(resumed), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _fixed_model_fit(n, backend, epochs=1, drop_remainder=None, stream=None):
+    """A fit with learning rate 0 (the model never changes, metrics have closed forms)."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    y = rng.integers(0, 2, size=n)
+    vx = rng.normal(size=(7, 3)).astype(np.float32)
+    vy = rng.integers(0, 2, size=7)
+    with s4tf.backend(backend):
+        s4tf.random.seed(2)
+        model = MLP(inputs=3, width=4, classes=2)
+        loop = s4tf.TrainingLoop(
+            training=Batches.from_arrays(x, y, batch_size=4, prefetch=False),
+            validation=Batches.from_arrays(vx, vy, batch_size=4, prefetch=False),
+            optimizer=optimizers.SGD(model, learning_rate=0.0),
+            loss=s4tf.softmax_cross_entropy, progress=stream is not None,
+            drop_remainder=drop_remainder)
+        loop.fit(model, epochs=epochs)
+
+    def mean_loss(a, b):
+        with s4tf.backend("naive"):
+            return float(s4tf.softmax_cross_entropy(logits=model.to("naive")(s4tf.Tensor(a)),
+                                                    labels=s4tf.Tensor(b)))
+
+    return loop, mean_loss(x, y), mean_loss(x[:8], y[:8]), mean_loss(vx, vy)
+
+
+def test_on_xla_a_short_last_batch_is_dropped_and_compiles_nothing_more(monkeypatch):
+    pytest.importorskip("jax")
+    import io
+    import sys
+
+    from s4tf.backends.xla import compiler
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    compiler.clear_cache()
+    s4tf.xla.reset_metrics()
+    _fixed_model_fit(8, "xla", epochs=2)
+    assert s4tf.xla.metrics()["compiles"] > 0
+    s4tf.xla.reset_metrics()
+    loop, _, first_eight, validation = _fixed_model_fit(10, "xla", epochs=2, stream=stream)
+    # The same programs as for 8 examples: no step was compiled for the short batch.
+    assert s4tf.xla.metrics()["compiles"] == 0
+    assert loop.step == 4  # two batches of 4 per epoch
+    for logs in loop.history:  # training: the 8 examples trained on; validation: all 7
+        assert logs["loss"] == pytest.approx(first_eight, abs=1e-5)
+        assert logs["val_loss"] == pytest.approx(validation, abs=1e-5)
+    notes = [line for line in stream.getvalue().splitlines() if "left out" in line]
+    assert len(notes) == 1 and "(2 examples, fewer than 4)" in notes[0]
+    assert "drop_remainder=False" in notes[0]
+    s4tf.xla.reset_metrics()
+    with s4tf.backend("xla"):
+        loop.fit(MLP(inputs=3, width=4, classes=2), epochs=3, initial_epoch=2)
+    assert s4tf.xla.metrics()["compiles"] == 0, "a later epoch compiled again"
+
+
+def test_eager_backends_train_on_the_short_last_batch_unless_told_otherwise():
+    loop, every_example, first_eight, _ = _fixed_model_fit(10, "naive")
+    assert loop.step == 3 and loop.history[0]["loss"] == pytest.approx(every_example, abs=1e-6)
+    loop, _, first_eight, _ = _fixed_model_fit(10, "naive", drop_remainder=True)
+    assert loop.step == 2 and loop.history[0]["loss"] == pytest.approx(first_eight, abs=1e-6)
+
+
+def test_epoch_k_visits_the_examples_in_the_order_of_pass_k():
+    """Nothing but the loop starts a pass (a progress bar that called iter() would skip one)."""
+    labels = np.arange(10)
+    data = Batches.from_arrays(np.zeros((10, 3), np.float32), labels, batch_size=4,
+                               shuffle=True, seed=3)
+    seen = []
+
+    def loss(logits, labels):
+        seen.extend(labels.numpy().tolist())
+        return s4tf.softmax_cross_entropy(logits=logits, labels=labels * 0)
+
+    model = MLP(inputs=3, width=4, classes=2)
+    for progress in (False, True):
+        seen.clear()
+        loop = s4tf.TrainingLoop(training=data, optimizer=optimizers.SGD(model), loss=loss,
+                                 progress=progress, drop_remainder=False)
+        loop.fit(MLP(inputs=3, width=4, classes=2), epochs=3)
+        assert seen == [int(i) for epoch in range(3) for i in data.order(epoch)]
+        assert data.epoch == 3  # three passes started, no more

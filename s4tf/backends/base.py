@@ -41,12 +41,16 @@ class Backend:
         Whether reading a value may run pending work (the xla backend): checks
         that need the numbers (index ranges) are skipped there unless
         ``S4TF_CHECKS=1``.
+    compiles_per_shape : bool
+        Whether each new combination of shapes costs a compile (the lazy
+        backend), so the training loop keeps every step's shapes the same.
     """
 
     name: str = "?"
     kernels = None
     supports_inplace = False
     lazy = False
+    compiles_per_shape = False
 
     def asarray(self, value, dtype):
         """A new backend array holding a copy of ``value`` (NumPy array or scalar)."""
@@ -66,11 +70,28 @@ class Backend:
 
         return self.scalar(value, as_dtype(numpy_dtype))
 
+    def owns_storage(self, data) -> bool:
+        """Whether backend array ``data`` owns its memory and may be written in place.
+
+        Copy-on-write asks this before writing a buffer nobody else refers to; a
+        view, a read-only or a foreign buffer is not ours to write. The lazy
+        backend never writes in place.
+        """
+        return False
+
     def add_inplace(self, dst, src):
         raise NotImplementedError  # abstract: only eager backends define it
 
     def index_add_inplace(self, dst, index, src, axis=None):
         raise NotImplementedError  # abstract: only eager backends define it
+
+    def follow_layout(self, data, like):
+        """``data`` laid out across devices as ``like`` is (only the xla backend has layouts)."""
+        return data
+
+    def devices(self, data) -> tuple:
+        """Where ``data`` lives, for :attr:`s4tf.Tensor.devices` (the host's memory here)."""
+        return ("cpu",)
 
     def barrier(self) -> None:
         """Run pending work (the lazy backend); a no-op on eager backends."""

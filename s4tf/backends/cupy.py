@@ -3,16 +3,17 @@
 It is :class:`~s4tf.backends.naive.ArrayModuleBackend` over ``cupy``, with
 CuPy's own scatter-add. Machines without a GPU can test it with NumPy standing
 in for CuPy: set ``S4TF_CUPY_STANDIN=numpy`` before the backend is first used
-(the test suite does). The stand-in is a separate backend object, so mixing it
-with naive tensors still raises the two-backends error, as on a real GPU.
+(the test suite does). The stand-in (:mod:`s4tf.backends.cupy_standin`) has an
+array type of its own that refuses implicit host conversion and host arrays in
+device functions, as CuPy does, so a kernel that calls ``np`` instead of ``xp``
+or allocates on the host fails here as it would on a GPU. It is a separate
+backend object, so mixing it with naive tensors still raises the two-backends
+error, as on a real GPU.
 """
 
 from __future__ import annotations
 
 import os
-import types
-
-import numpy as np
 
 from .array_kernels import ArrayKernels
 from .naive import ArrayModuleBackend
@@ -20,18 +21,9 @@ from .naive import ArrayModuleBackend
 __all__ = ["BACKEND", "CuPyKernels"]
 
 
-def _numpy_standin() -> types.ModuleType:
-    """A module that looks like ``cupy`` (``asnumpy`` included) but is NumPy."""
-    standin = types.ModuleType("cupy_numpy_standin")
-    standin.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
-    standin.asnumpy = lambda array: np.asarray(array)
-    standin.is_standin = True
-    return standin
-
-
 def _scatter_add_function(xp):
     if getattr(xp, "is_standin", False):
-        return lambda target, indices, source: np.add.at(target, indices, source)
+        return xp.scatter_add
     import cupyx
 
     return cupyx.scatter_add
@@ -42,9 +34,10 @@ class CuPyKernels(ArrayKernels):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> kernels = CuPyKernels(_numpy_standin())
-    >>> kernels.scatter_add(np.zeros(3), np.array([1, 1]), np.ones(2), axis=0).tolist()
+    >>> from s4tf.backends import cupy_standin as xp
+    >>> kernels = CuPyKernels(xp)
+    >>> out = kernels.scatter_add(xp.zeros(3), xp.asarray([1, 1]), xp.ones(2), axis=0)
+    >>> out.get().tolist()
     [0.0, 2.0, 0.0]
     """
 
@@ -65,6 +58,10 @@ class CuPyKernels(ArrayKernels):
 
 
 class _CuPyBackend(ArrayModuleBackend):
+    def devices(self, data) -> tuple:
+        device = getattr(data, "device", None)  # a cupy.cuda.Device; "cpu" on the stand-in
+        return (f"cuda:{device.id}",) if hasattr(device, "id") else ("cpu",)
+
     def index_add_inplace(self, dst, index, src, axis=None):
         if axis is None:
             dst[index] += src
@@ -74,7 +71,9 @@ class _CuPyBackend(ArrayModuleBackend):
 
 def _array_module():
     if os.environ.get("S4TF_CUPY_STANDIN", "").strip().lower() == "numpy":
-        return _numpy_standin()
+        from . import cupy_standin
+
+        return cupy_standin
     import cupy  # ImportError here becomes "pip install 's4tf[cuda]'" in base.py
 
     return cupy

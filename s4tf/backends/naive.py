@@ -39,6 +39,23 @@ class ArrayModuleBackend(Backend):
         # NumPy keeps a float array's dtype when a Python number meets it (weak scalar).
         return value
 
+    def owns_storage(self, data) -> bool:
+        """An array of this module's own type, not a view, owning writable memory.
+
+        NumPy and CuPy both keep ``base`` and ``flags.owndata``; CuPy's arrays are
+        always writable, so its flags have no ``writeable``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from s4tf.backends.naive import BACKEND
+        >>> a = np.zeros(4)
+        >>> BACKEND.owns_storage(a), BACKEND.owns_storage(a[1:])
+        (True, False)
+        """
+        return (type(data) is self.array_type and data.base is None and data.flags.owndata
+                and getattr(data.flags, "writeable", True))
+
     def add_inplace(self, dst, src):
         self.xp.add(dst, src, out=dst)
 

@@ -5,8 +5,10 @@ description of the model in the metadata. Reading one never executes code from
 it: no pickle, no imports of module names it contains.
 """
 
+from .callables import register_callable
+from .errors import CheckpointError
 from .files import load, save
-from .structure import CheckpointError, find_class, register_callable
+from .structure import find_class
 from .training_state import TrainingState, load_training_state, save_training_state
 
 __all__ = [

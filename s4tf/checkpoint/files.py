@@ -4,20 +4,22 @@ The file holds one tensor per parameter under its dotted field path
 (``conv1.filter``, ``blocks.0.bias``) and, in the safetensors metadata, the
 model's structure as JSON (see :mod:`s4tf.checkpoint.structure`). Writing goes
 to a temporary file in the same directory that is renamed over the target only
-when complete, so a crash never leaves a half-written checkpoint.
+when complete, so a crash never leaves a half-written checkpoint (see
+:mod:`s4tf.checkpoint.atomic`). Reading accepts only regular files.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import stat
 
 import numpy as np
 
 from ..creation import _from_numpy
 from ..dtypes import as_dtype
 from ..tensor import Tensor
+from .atomic import write_atomically
 from .structure import CheckpointError, decode, encode
 
 __all__ = ["load", "save"]
@@ -35,22 +37,8 @@ def write_file(path, tensors: dict, metadata: dict) -> None:
     """Write ``tensors`` (Tensors or arrays) and string ``metadata`` atomically."""
     from safetensors.numpy import save as to_bytes
 
-    path = os.fspath(path)
     data = to_bytes({k: _as_numpy(v) for k, v in tensors.items()}, metadata=metadata)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
-                                         suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    write_atomically(os.fspath(path), data)
 
 
 def encode_into(tensors: dict, value, prefix: str = "", **options) -> str:
@@ -71,13 +59,16 @@ def under(arrays: dict, prefix: str) -> dict:
     return {key[len(prefix):]: array for key, array in arrays.items() if key.startswith(prefix)}
 
 
-def read_file(path, expected_format: str) -> tuple[dict, dict]:
-    """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
+def read_arrays(path, written_by: str = "s4tf.save / s4tf.save_training_state") -> tuple[dict, dict]:
+    """``(arrays, metadata)`` of any safetensors file (NumPy arrays, string metadata).
+
+    ``written_by`` names what should have written the file, for the error
+    message when it cannot be read.
+    """
     from safetensors import safe_open
 
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No checkpoint at {path!r}; check the path (s4tf.save writes it).")
+    _check_regular_file(path, written_by)
     try:
         # safetensors parses a JSON header and raw little-endian buffers: it
         # cannot run code, unlike pickle-based formats.
@@ -86,10 +77,17 @@ def read_file(path, expected_format: str) -> tuple[dict, dict]:
             arrays = {key: file.get_tensor(key) for key in file.keys()}
     except Exception as error:
         raise CheckpointError(
-            f"{path!r} is not a safetensors file s4tf can read ({error}). s4tf checkpoints are "
-            "written by s4tf.save / s4tf.save_training_state; pickle files (.pt, .pkl) are "
-            "never loaded because unpickling can run arbitrary code."
+            f"{path!r} is not a safetensors file s4tf can read ({error}). It should be "
+            f"written by {written_by}; pickle files (.pt, .pkl, .bin) are never loaded "
+            "because unpickling can run arbitrary code."
         ) from None
+    return arrays, metadata
+
+
+def read_file(path, expected_format: str) -> tuple[dict, dict]:
+    """``(arrays, metadata)`` of an s4tf safetensors file of ``expected_format``."""
+    path = os.fspath(path)
+    arrays, metadata = read_arrays(path)
     found = metadata.get("format")
     if found != expected_format:
         raise CheckpointError(
@@ -102,11 +100,35 @@ def read_file(path, expected_format: str) -> tuple[dict, dict]:
     return arrays, metadata
 
 
+def _check_regular_file(path: str, written_by: str = "s4tf.save") -> None:
+    # Opening a FIFO would wait for a writer forever, a device could stream
+    # without end: only regular files (or links to them) are read.
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"No checkpoint at {path!r}; check the path ({written_by} "
+                                "writes it).") from None
+    if stat.S_ISREG(mode):
+        return
+    what = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    raise CheckpointError(
+        f"{path!r} is {what}, not a checkpoint file; pass the path of a file written by "
+        f"{written_by}."
+    )
+
+
 def _json(metadata: dict, name: str, path):
     try:
         return json.loads(metadata[name])
-    except (KeyError, json.JSONDecodeError) as error:
+    except (KeyError, TypeError, json.JSONDecodeError) as error:
         raise CheckpointError(f"{path!r} has a damaged {name!r} entry in its metadata ({error}).") from None
+    except RecursionError:
+        raise CheckpointError(
+            f"{path!r} has a {name!r} entry nested too deeply to read: s4tf never writes such "
+            "files; it is damaged or was crafted."
+        ) from None
 
 
 def save(model, path) -> None:
@@ -134,7 +156,7 @@ def save(model, path) -> None:
     write_file(path, tensors, {"format": MODEL_FORMAT, "structure": structure})
 
 
-def load(path, like=None):
+def load(path, like=None, *, strategy=None):
     """A new model holding the weights saved in ``path``.
 
     Parameters
@@ -148,6 +170,10 @@ def load(path, like=None):
         listing the missing, unexpected and mis-shaped keys. Without ``like``,
         the model is rebuilt from the recorded structure; its classes must be
         defined in the running program (nothing is imported or unpickled).
+    strategy : s4tf.distributed.Strategy, optional
+        Lay the loaded model out on the strategy's devices
+        (``strategy.replicate``), as the saved one was: a file holds one copy
+        of every tensor, whatever devices it was saved from.
 
     Examples
     --------
@@ -160,7 +186,8 @@ def load(path, like=None):
     [2.0, 3.0]
     """
     arrays, metadata = read_file(path, MODEL_FORMAT)
-    return restore(_json(metadata, "structure", path), arrays, like, path)
+    model = restore(_json(metadata, "structure", path), arrays, like, path)
+    return model if strategy is None else strategy.replicate(model)
 
 
 def restore(structure, arrays: dict, like, path, prefix: str = ""):

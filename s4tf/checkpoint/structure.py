@@ -5,7 +5,10 @@ State cells) and returns a JSON description of everything that is not a tensor
 plus a ``{dotted.path: Tensor}`` table. :func:`decode` rebuilds a value from
 both. Decoding never imports a module and never unpickles: classes are found
 among the live subclasses of :class:`s4tf.Differentiable` by qualified name and
-callables (activations) in a registry of names such as ``"s4tf.relu"``.
+callables in the registry of :mod:`s4tf.checkpoint.callables` (activations
+such as ``"s4tf.relu"`` and functions the user registered). Without ``like=``
+every rebuilt field is checked against its class's annotation
+(:mod:`s4tf.checkpoint.field_types`) and every tensor's dtype against s4tf's.
 """
 
 from __future__ import annotations
@@ -18,66 +21,17 @@ import numpy as np
 from ..differentiable import Differentiable, State, _new
 from ..dtypes import DType, as_dtype
 from ..tensor import Tensor
+from .callables import callable_name, register_callable, registered_callable
+from .errors import CheckpointError
+from .field_types import check_field
 
 __all__ = ["CheckpointError", "decode", "encode", "find_class", "register_callable"]
 
 _ROOT_KEY = "value"  # the key of a value that is itself one tensor
-_extra_callables: dict[str, Callable] = {}
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read into the requested value."""
-
-
-def register_callable(name: str, fn: Callable) -> Callable:
-    """Let checkpoints refer to ``fn`` (e.g. a custom activation) by ``name``.
-
-    s4tf's own public functions (``s4tf.relu``, ``s4tf.nn.*``, initializers)
-    are registered already. Loading looks names up only in this registry, so a
-    file can name a function but never make s4tf import or run other code.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> def swish_beta(x):
-    ...     return x * s4tf.sigmoid(2.0 * x)
-    >>> _ = s4tf.checkpoint.register_callable("my.swish_beta", swish_beta)
-    """
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"register_callable needs a non-empty string name; received {name!r}.")
-    if not callable(fn):
-        raise TypeError(f"register_callable({name!r}, ...) needs a callable; received {fn!r}.")
-    _extra_callables[name] = fn
-    return fn
-
-
-def _callable_registry() -> dict[str, Callable]:
-    """``{name: function}`` for s4tf's public functions and the registered ones."""
-    import importlib
-
-    registry: dict[str, Callable] = {}
-    # Only modules s4tf itself defines, already loaded by ``import s4tf``; the
-    # names come from this list, never from a file.
-    for module_name, prefix in (("s4tf", "s4tf"), ("s4tf.activations", "s4tf"),
-                                ("s4tf.nn", "s4tf.nn"),
-                                ("s4tf.initializers", "s4tf.initializers")):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        for attr in getattr(module, "__all__", ()):
-            candidate = getattr(module, attr, None)
-            if callable(candidate) and not isinstance(candidate, type):
-                registry.setdefault(f"{prefix}.{attr}", candidate)
-    registry.update(_extra_callables)
-    return registry
-
-
-def _callable_name(fn) -> str | None:
-    for name, candidate in _callable_registry().items():
-        if candidate is fn:
-            return name
-    return None
+# How deep values may nest (a model's field inside a list inside a model is
+# three levels). Real models stay far below; the limit turns a crafted or
+# cyclic structure into a CheckpointError before Python's recursion limit does.
+MAX_DEPTH = 128
 
 
 def _qualified_name(cls: type) -> str:
@@ -132,7 +86,8 @@ def _join(path: str, part) -> str:
     return f"{path}.{part}" if path else str(part)
 
 
-def encode(value, tensors: dict, path: str = "", differentiable: bool = True, objects=None):
+def encode(value, tensors: dict, path: str = "", differentiable: bool = True, objects=None,
+           depth: int = 0):
     """The JSON structure of ``value``; its tensors go into ``tensors[path]``.
 
     Python floats in differentiable positions are parameters and are stored as
@@ -140,6 +95,12 @@ def encode(value, tensors: dict, path: str = "", differentiable: bool = True, ob
     ``objects`` list, classes, callables and values JSON cannot hold are kept
     there by reference (for rebuilding a value like a given one, never saved).
     """
+    if depth > MAX_DEPTH:
+        raise CheckpointError(
+            f"the value nests deeper than {MAX_DEPTH} levels at {path!r} (or contains itself); "
+            "s4tf checkpoints hold models nested at most that deep."
+        )
+    inner = depth + 1
     if isinstance(value, Tensor):
         key = path or _ROOT_KEY
         if key in tensors:
@@ -165,7 +126,7 @@ def encode(value, tensors: dict, path: str = "", differentiable: bool = True, ob
             return {"kind": "float", "key": key}
         return {"kind": "json", "value": value}
     if isinstance(value, np.integer | np.floating | np.bool_):
-        return encode(value.item(), tensors, path, differentiable, objects)
+        return encode(value.item(), tensors, path, differentiable, objects, depth)
     if isinstance(value, DType):
         return {"kind": "dtype", "name": value.name}
     if isinstance(value, Differentiable):
@@ -174,31 +135,32 @@ def encode(value, tensors: dict, path: str = "", differentiable: bool = True, ob
         for name in cls._s4tf_all_fields:
             field_value = value.__dict__[name] if name in value.__dict__ else getattr(value, name)
             fields[name] = encode(field_value, tensors, _join(path, name),
-                                  differentiable and name not in cls._s4tf_no_derivative, objects)
+                                  differentiable and name not in cls._s4tf_no_derivative, objects,
+                                  inner)
         node = {"kind": "node", "class": _qualified_name(cls), "fields": fields}
         if objects is not None:
             node["ref"] = _keep(objects, cls)
         return node
     if isinstance(value, State):
-        return {"kind": "state", "value": encode(value.value, tensors, path, False, objects)}
+        return {"kind": "state", "value": encode(value.value, tensors, path, False, objects, inner)}
     if isinstance(value, list | tuple):
         if isinstance(value, tuple) and type(value) is not tuple:
             # Named tuples would need their class: kept whole; like= supplies them.
             return _opaque(value, objects)
-        items = [encode(v, tensors, _join(path, i), differentiable, objects)
+        items = [encode(v, tensors, _join(path, i), differentiable, objects, inner)
                  for i, v in enumerate(value)]
         return {"kind": type(value).__name__, "items": items}
     if isinstance(value, dict):
         if not all(isinstance(k, str | int) and not isinstance(k, bool) for k in value):
             return _opaque(value, objects)
         return {"kind": "dict", "items": [
-            [k, encode(v, tensors, _join(path, k), differentiable, objects)]
+            [k, encode(v, tensors, _join(path, k), differentiable, objects, inner)]
             for k, v in value.items()
         ]}
     if callable(value) and not isinstance(value, type):
         if objects is not None:
             return {"kind": "object", "ref": _keep(objects, value)}
-        name = _callable_name(value)
+        name = callable_name(value)
         if name is not None:
             return {"kind": "callable", "name": name}
     return _opaque(value, objects)
@@ -217,62 +179,68 @@ def _opaque(value, objects):
     return {"kind": "opaque", "type": _qualified_name(type(value)), "repr": repr(value)[:120]}
 
 
-def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objects=None):
+def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objects=None,
+           depth: int = 0):
     """Rebuild the value :func:`encode` described, reading tensors from ``arrays``.
 
     ``make_tensor(numpy_array, key)`` turns a stored array into a Tensor;
-    ``objects`` is the list :func:`encode` filled, when it was given one.
+    ``objects`` is the list :func:`encode` filled, when it was given one. Without
+    ``objects`` the structure comes from a file and is trusted for nothing:
+    every entry's form, every tensor's dtype and every field's kind (against
+    its class's annotation) is checked, and a :class:`CheckpointError` names
+    the first that is wrong.
     """
-    if not isinstance(structure, dict) or "kind" not in structure:
-        raise CheckpointError(f"the checkpoint's structure is damaged at {path or 'the root'!r}.")
-    kind = structure["kind"]
     where = path or "the root"
+    if depth > MAX_DEPTH:
+        raise CheckpointError(
+            f"the checkpoint's structure nests deeper than {MAX_DEPTH} levels at {where!r}; "
+            "s4tf never writes such files: it is damaged or was crafted."
+        )
+    kind = structure.get("kind") if isinstance(structure, dict) else None
+    if kind is None:
+        raise CheckpointError(f"the checkpoint's structure is damaged at {where!r}.")
+    inner = depth + 1
     if kind == "tensor":
-        return make_tensor(_array(arrays, structure["key"]), structure["key"])
+        key = structure.get("key")
+        return make_tensor(_tensor_array(arrays, key, where), key)
     if kind == "ndarray":
-        return np.array(_array(arrays, structure["key"]), copy=True)
+        return np.array(_array(arrays, structure.get("key")), copy=True)
     if kind == "float":
-        return float(_array(arrays, structure["key"]))
+        array = _array(arrays, structure.get("key"))
+        if array.shape != () or array.dtype.kind != "f":
+            raise CheckpointError(
+                f"the checkpoint's float at {where!r} is stored as a {array.dtype} array of "
+                f"shape {array.shape}, not a scalar: the file is damaged or was edited."
+            )
+        return float(array)
     if kind == "json":
-        return structure["value"]
+        return _json_value(structure, where)
     if kind == "dtype":
-        return as_dtype(structure["name"])
+        try:
+            return as_dtype(structure.get("name"))
+        except TypeError:
+            raise CheckpointError(
+                f"the checkpoint's field {where!r} names the dtype {structure.get('name')!r}, "
+                "which s4tf does not have."
+            ) from None
     if kind == "state":
-        return State(decode(structure["value"], arrays, make_tensor, path, objects))
+        return State(decode(structure.get("value"), arrays, make_tensor, path, objects, inner))
     if kind in ("list", "tuple"):
-        items = [decode(s, arrays, make_tensor, _join(path, i), objects)
-                 for i, s in enumerate(structure["items"])]
+        items = [decode(s, arrays, make_tensor, _join(path, i), objects, inner)
+                 for i, s in enumerate(_entries(structure, where))]
         return items if kind == "list" else tuple(items)
     if kind == "dict":
-        return {k: decode(s, arrays, make_tensor, _join(path, k), objects) for k, s in structure["items"]}
+        pairs = _entries(structure, where)
+        if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str | int)
+                   and not isinstance(p[0], bool) for p in pairs):
+            raise CheckpointError(f"the checkpoint's dict at {where!r} is damaged.")
+        return {k: decode(s, arrays, make_tensor, _join(path, k), objects, inner) for k, s in pairs}
     if kind == "object" and objects is not None:
         return objects[structure["ref"]]
     if kind == "callable":
-        name = structure.get("name")
-        registry = _callable_registry()
-        if name not in registry:
-            raise CheckpointError(
-                f"the checkpoint's field {where!r} names the function {name!r}, which is not "
-                "an s4tf function or one registered with s4tf.checkpoint.register_callable "
-                "(s4tf never imports or runs code named in a file). Register it, or pass "
-                "like=model to s4tf.load."
-            )
-        return registry[name]
+        return registered_callable(structure.get("name"), where)
     if kind == "node":
-        if objects is not None and "ref" in structure:
-            cls = objects[structure["ref"]]
-        else:
-            cls = find_class(structure.get("class"))
-        fields = structure.get("fields", {})
-        expected = set(cls._s4tf_all_fields)
-        if set(fields) != expected:
-            raise CheckpointError(
-                f"the checkpoint's {cls.__qualname__} at {where!r} has fields "
-                f"{sorted(fields)}, but the class defined now has {sorted(expected)}. "
-                "Load with like=model built by the current code to see which weights differ."
-            )
-        return _new(cls, {n: decode(fields[n], arrays, make_tensor, _join(path, n), objects)
-                          for n in cls._s4tf_all_fields})
+        return _decode_node(structure, arrays, make_tensor, path, objects, inner)
     if kind == "opaque":
         raise CheckpointError(
             f"the checkpoint cannot rebuild the field {where!r}: it held a "
@@ -282,8 +250,63 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
     raise CheckpointError(f"the checkpoint has an unknown entry kind {kind!r} at {where!r}.")
 
 
+def _decode_node(structure, arrays, make_tensor, path, objects, depth):
+    where = path or "the root"
+    if objects is not None and "ref" in structure:
+        cls = objects[structure["ref"]]
+    else:
+        cls = find_class(structure.get("class"))
+    fields = structure.get("fields")
+    expected = set(cls._s4tf_all_fields)
+    if not isinstance(fields, dict) or set(fields) != expected:
+        found = sorted(fields) if isinstance(fields, dict) else fields
+        raise CheckpointError(
+            f"the checkpoint's {cls.__qualname__} at {where!r} has fields "
+            f"{found}, but the class defined now has {sorted(expected)}. "
+            "Load with like=model built by the current code to see which weights differ."
+        )
+    values = {}
+    for name in cls._s4tf_all_fields:
+        values[name] = decode(fields[name], arrays, make_tensor, _join(path, name), objects, depth)
+        if objects is None:
+            # With like=, the classes and static fields are the caller's own.
+            check_field(cls, name, values[name], _join(path, name))
+    return _new(cls, values)
+
+
+def _entries(structure: dict, where: str) -> list:
+    items = structure.get("items")
+    if not isinstance(items, list):
+        raise CheckpointError(f"the checkpoint's {structure['kind']} at {where!r} is damaged.")
+    return items
+
+
+def _json_value(structure: dict, where: str):
+    value = structure.get("value")
+    if value is not None and not isinstance(value, bool | int | float | str):
+        # encode writes only scalars as JSON; containers are described item by item.
+        raise CheckpointError(
+            f"the checkpoint's value at {where!r} is a JSON {type(value).__name__}, which "
+            "s4tf never writes there: the file is damaged or was edited."
+        )
+    return value
+
+
+def _tensor_array(arrays: dict, key, where: str) -> np.ndarray:
+    array = _array(arrays, key)
+    try:
+        as_dtype(array.dtype)
+    except TypeError:
+        raise CheckpointError(
+            f"the checkpoint's tensor {key!r} (field {where!r}) has dtype {array.dtype}, which is "
+            "not an s4tf dtype (float16, bfloat16, float32, float64, int8, uint8, int16, "
+            "int32, int64, bool): the file was not written by s4tf.save or was edited."
+        ) from None
+    return array
+
+
 def _array(arrays: dict, key) -> np.ndarray:
-    if key not in arrays:
+    if not isinstance(key, str) or key not in arrays:
         raise CheckpointError(
             f"the checkpoint's structure refers to the tensor {key!r}, which the file does "
             "not hold: the file is damaged or was edited."

@@ -120,7 +120,12 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
             lambda array, key: _from_numpy(array, as_dtype(array.dtype), backend=backend),
         )
         optimizer.load_state_dict(state)
-    _random.set_state(_json(metadata, "rng", path))
+    try:
+        _random.set_state(_json(metadata, "rng", path))
+    except (KeyError, TypeError, ValueError) as error:
+        if isinstance(error, CheckpointError):
+            raise
+        raise CheckpointError(f"{path!r} has a damaged 'rng' entry in its metadata ({error}).") from None
     try:
         epoch = int(metadata["epoch"])
     except (KeyError, ValueError):

@@ -86,7 +86,8 @@ def _adds_in_place(leaf, tangent) -> bool:
     if isinstance(tangent, float | int) and not isinstance(tangent, bool):
         return True
     return (type(tangent) is Tensor and tangent._backend is leaf._backend
-            and tangent.dtype == leaf.dtype and type(tangent._data) is np.ndarray)
+            and tangent.dtype == leaf.dtype
+            and type(tangent._data) is getattr(leaf._backend, "array_type", None))
 
 
 class _Probe(Differentiable):

@@ -57,12 +57,12 @@ def _unique(parent: str, kind: str, obj, found: Analysis) -> bool:
 
 
 def _storage_unique(tensor: Tensor, found: Analysis) -> bool:
-    data = tensor._data
-    if not (type(data) is np.ndarray and tensor._backend.supports_inplace):
+    backend, data = tensor._backend, tensor._data
+    if not backend.supports_inplace:
         return False
-    # A view (base set) shares memory with another array; a read-only or
-    # foreign buffer is not ours to write.
-    if data.base is not None or not data.flags.writeable or not data.flags.owndata:
+    # The backend knows its arrays (NumPy's, CuPy's): a view shares memory with
+    # another array; a read-only or foreign buffer is not ours to write.
+    if not backend.owns_storage(data):
         if found.blocker is None:
             found.blocker = data
         return False

@@ -5,7 +5,8 @@ and ``validation`` (ordered), both yielding :class:`LabeledBatch` named tuples
 of s4tf Tensors: images float32 NHWC in [0, 1] (unless ``normalize=``), labels int32.
 Files live under ``$S4TF_DATA_DIR/<name>`` (default ``~/.cache/s4tf``) or an
 explicit ``root=``, under their original names; missing ones are downloaded
-with SHA-256 verification. :class:`Digits` ships with s4tf and needs nothing.
+with SHA-256 verification. :class:`Digits` ships with s4tf and :class:`Shapes` is drawn on the spot;
+neither needs a download.
 
 Examples
 --------
@@ -24,6 +25,7 @@ from .download import CorruptDataError, MissingDataError
 from .image_folder import ImageFolder
 from .imagenette import Imagenette
 from .mnist import MNIST, FashionMNIST, KuzushijiMNIST, read_idx
+from .shapes import Shapes
 
 __all__ = [
     "Batches",
@@ -39,5 +41,6 @@ __all__ = [
     "LabeledBatch",
     "MNIST",
     "MissingDataError",
+    "Shapes",
     "read_idx",
 ]

@@ -120,6 +120,10 @@ _COMMON_DOC = """
         ``~/.cache/s4tf``).
     download : bool
         Download the archive when missing or corrupt (SHA-256 verified).
+    verify : bool
+        Check an archive found in ``root`` against its published SHA-256 and
+        refuse one that differs. ``False`` accepts such an archive; an
+        extracted folder is never checked.
 """
 
 
@@ -143,7 +147,7 @@ class _CIFAR(_DownloadedDataset):
     _meta: str
     _label_key, _names_key = "labels", "label_names"
 
-    def _arrays(self, directory: Path, download: bool):
+    def _arrays(self, directory: Path, download: bool, verify: bool):
         members = [f"{self._folder}/{m}" for m in (*self._training, self._test, self._meta)]
         *training, test, meta = members
         from_archive, from_folder = _read_members(members)
@@ -151,6 +155,7 @@ class _CIFAR(_DownloadedDataset):
             self._remote, directory, from_archive, download=download,
             dataset=type(self).__name__,
             alternatives=[(directory / self._folder, from_folder)],
+            verify=verify,
         )
         parts = [_images_and_labels(batches[m], self._label_key, m) for m in training]
         # One training file (CIFAR-100) is used as it is: no 150 MB copy.
@@ -218,6 +223,7 @@ class CIFAR100(_CIFAR):
         root: str | os.PathLike | None = None,
         download: bool = True,
         *,
+        verify: bool = True,
         label_mode: str = "fine",
         normalize: Normalize = False,
         seed: int | None = None,
@@ -231,8 +237,8 @@ class CIFAR100(_CIFAR):
             )
         self._label_key = f"{label_mode}_labels"
         self._names_key = f"{label_mode}_label_names"
-        super().__init__(batch_size, root, download, normalize=normalize, seed=seed,
-                         drop_remainder=drop_remainder, prefetch=prefetch)
+        super().__init__(batch_size, root, download, verify=verify, normalize=normalize,
+                         seed=seed, drop_remainder=drop_remainder, prefetch=prefetch)
 
 
 CIFAR100.__doc__ = (

@@ -75,7 +75,7 @@ class _DownloadedDataset(Dataset):
 
     The MNIST family and CIFAR share this constructor; a subclass names its
     directory under ``S4TF_DATA_DIR`` (``_directory``) and reads its files in
-    ``_arrays(directory, download)``, which returns the training and validation
+    ``_arrays(directory, download, verify)``, which returns the training and validation
     ``(uint8 NHWC images, int labels)`` pairs and the class names.
     """
 
@@ -87,13 +87,14 @@ class _DownloadedDataset(Dataset):
         root: str | os.PathLike | None = None,
         download: bool = True,
         *,
+        verify: bool = True,
         normalize: Normalize = False,
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
     ):
         training, validation, class_names = self._arrays(
-            data_directory(self._directory, root), download
+            data_directory(self._directory, root), download, verify
         )
         _in_memory(
             self,
@@ -108,7 +109,7 @@ class _DownloadedDataset(Dataset):
             prefetch=prefetch,
         )
 
-    def _arrays(self, directory: Path, download: bool):
+    def _arrays(self, directory: Path, download: bool, verify: bool):
         raise NotImplementedError  # abstract: each data set reads its own files
 
 

@@ -2,11 +2,17 @@
 
 A data set names its files as :class:`RemoteFile` records (the original file
 name, mirrors, and the published SHA-256). :func:`obtain` looks for the file in
-the data set's directory, parses it, and downloads it only when it is missing
-or corrupt and downloading is allowed. Downloads stream through a tqdm bar into
-a temporary file in the same directory, are checked against their size and
-SHA-256, and are renamed into place only when complete, so an interrupted
-download never leaves a file that looks finished.
+the data set's directory, checks it against the published SHA-256, parses it,
+and downloads it only when it is missing or damaged and downloading is allowed.
+A file that parses but is not the published one (placed by hand) is refused,
+never replaced, unless the caller passes ``verify=False``. Downloads stream
+through a tqdm bar into a temporary file in the same directory, are checked
+against their size and SHA-256, and are renamed into place only when complete,
+so an interrupted download never leaves a file that looks finished.
+
+Directories are checked before use: one that is a file, cannot be read or
+cannot be written (when a download needs to) gives an error naming the path
+and where it came from (``S4TF_DATA_DIR``, ``root=`` or the default).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
+import stat
 import tempfile
 import urllib.request
 import warnings
@@ -36,6 +43,7 @@ T = TypeVar("T")
 
 _CHUNK = 1 << 20
 _TIMEOUT_SECONDS = 30
+_DEFAULT_ROOT = os.path.join("~", ".cache", "s4tf")
 
 
 class MissingDataError(FileNotFoundError):
@@ -98,17 +106,99 @@ def data_directory(name: str, root: str | os.PathLike | None = None) -> Path:
         ``S4TF_DATA_DIR`` defaults to ``~/.cache/s4tf``. The directory is not
         created here: only a download creates it.
 
+    Raises
+    ------
+    NotADirectoryError
+        The path (or a folder above it) is a file; the message names
+        ``S4TF_DATA_DIR`` or ``root=``, whichever chose it.
+    PermissionError
+        The directory exists but cannot be read.
+
     Examples
     --------
     >>> data_directory("mnist", root="/data/mnist")
     PosixPath('/data/mnist')
     """
     if root is not None:
-        return Path(root).expanduser()
+        directory = Path(root).expanduser()
+        _check_readable(directory, f"root={os.fspath(root)!r}")
+        return directory
     # Read the variable on every call, not at import, so that setting it in a
     # running program (or a test) takes effect.
-    base = os.environ.get("S4TF_DATA_DIR") or os.path.join("~", ".cache", "s4tf")
-    return Path(base).expanduser() / name
+    setting = os.environ.get("S4TF_DATA_DIR")
+    directory = Path(setting or _DEFAULT_ROOT).expanduser() / name
+    _check_readable(directory, _source(directory))
+    return directory
+
+
+def _source(directory: Path) -> str:
+    """What chose ``directory``, for messages: the variable, the default or ``root=``."""
+    setting = os.environ.get("S4TF_DATA_DIR")
+    base = Path(setting or _DEFAULT_ROOT).expanduser()
+    if directory == base or base in directory.parents:
+        return f"S4TF_DATA_DIR={setting!r}" if setting else (
+            f"the default data directory {_DEFAULT_ROOT} (S4TF_DATA_DIR is not set)")
+    return f"root={str(directory)!r}"
+
+
+def _fix(source: str) -> str:
+    if source.startswith("root="):
+        return "Pass root= a directory you can read and write (it is created if missing)."
+    return ("Set S4TF_DATA_DIR to a directory you can read and write (it is created if "
+            "missing), or pass root= to the data set.")
+
+
+def _check_readable(directory: Path, source: str) -> None:
+    """Raise unless ``directory`` is, or can become, a readable directory."""
+    existing = directory
+    while True:
+        try:
+            mode = os.stat(existing).st_mode
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            # Not there yet (a download creates it), or a folder above it is a
+            # file: look further up for what exists.
+            if existing.parent == existing:
+                return
+            existing = existing.parent
+        except PermissionError as error:
+            raise PermissionError(
+                f"{source}: cannot look into {existing.parent} ({error.strerror}). "
+                f"{_fix(source)}"
+            ) from None
+    if not stat.S_ISDIR(mode):
+        raise NotADirectoryError(
+            f"{source}: {existing} is a file, not a directory, so data sets cannot be stored "
+            f"under it. {_fix(source)}"
+        )
+    if existing == directory:
+        try:
+            with os.scandir(directory) as entries:
+                next(entries, None)
+        except PermissionError as error:
+            raise PermissionError(
+                f"{source}: the directory {directory} cannot be read ({error.strerror}). "
+                f"{_fix(source)}"
+            ) from None
+
+
+def require_writable(directory: Path, doing: str) -> None:
+    """Create ``directory`` if needed and make sure files can be created in it.
+
+    ``doing`` completes the message: what the write was for. The check creates
+    (and removes) a temporary file, the only test that holds for every cause:
+    permission bits, read-only mounts, access-control lists, quotas.
+    """
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        source = _source(directory)
+        raise PermissionError(
+            f"cannot {doing}: {source}: {directory} is not a writable directory "
+            f"({error.strerror or error}). {_fix(source)}"
+        ) from None
 
 
 def obtain(
@@ -119,6 +209,8 @@ def obtain(
     download: bool,
     dataset: str,
     alternatives: Sequence[tuple[Path, Callable[[Path], T]]] = (),
+    verify: bool = True,
+    check: Callable[[Path], object] | None = None,
 ) -> T:
     """Load a data set file, downloading it first if it is missing or corrupt.
 
@@ -138,6 +230,17 @@ def obtain(
     alternatives : sequence of (path, load) pairs
         Other forms of the same data tried first when they exist (e.g. an
         extracted archive, a decompressed file), each with its own parser.
+        No checksum is published for them: only their parser checks them.
+    verify : bool
+        Check a file already on disk against the published SHA-256 before
+        using it. One that differs and that the parser rejects is damaged
+        (fetched again when ``download`` allows); one that parses is someone's
+        own file (a re-compressed copy, another version): it is refused, never
+        replaced. ``False`` accepts it. Downloads are verified either way.
+    check : callable or None
+        Tells a damaged file from a different one: raises
+        :class:`CorruptDataError` for a damaged file, with no side effects.
+        Default: ``load`` (give one when ``load`` writes, e.g. extracts).
 
     Returns
     -------
@@ -148,7 +251,11 @@ def obtain(
     MissingDataError
         The file is absent and could not be downloaded.
     CorruptDataError
-        The file is unreadable and could not be replaced.
+        The file is unreadable and could not be replaced (also when it was
+        there but the download of a fresh copy failed), or it is not the
+        published file and ``verify`` is true.
+    PermissionError
+        A download is needed but the directory is not writable.
 
     Examples
     --------
@@ -156,7 +263,9 @@ def obtain(
     >>> labels = obtain(remote, Path("/data/mnist"), read_labels,   # doctest: +SKIP
     ...                 download=False, dataset="MNIST")
     """
+    _check_readable(directory, _source(directory))
     target = directory / remote.name
+    unusable = None  # why what is on disk was not used, should the download fail too
     for path, load_alternative in alternatives:
         if not path.exists():
             continue
@@ -174,10 +283,13 @@ def obtain(
                 RuntimeWarning,
                 stacklevel=3,
             )
+            unusable = f"{path} is unusable ({error})"
 
     if target.exists():
         try:
-            return load(target)
+            return _load_verified(remote, target, load, check or load, dataset, verify)
+        except _NotPublishedError:
+            raise
         except CorruptDataError as error:
             if not download:
                 raise CorruptDataError(
@@ -190,13 +302,14 @@ def obtain(
                 RuntimeWarning,
                 stacklevel=3,
             )
+            unusable = f"{target} is corrupt or truncated ({error})"
     elif not download:
         raise MissingDataError(
             f"{dataset} needs the file {remote.name!r}, which is not in {directory} "
             f"(download=False, so it was not fetched).\n{_where_to_get_it(remote, directory)}"
         )
 
-    fetch(remote, directory, dataset=dataset)
+    fetch(remote, directory, dataset=dataset, replacing=unusable)
     try:
         return load(target)
     except CorruptDataError as error:
@@ -207,7 +320,40 @@ def obtain(
         ) from error
 
 
-def fetch(remote: RemoteFile, directory: Path, *, dataset: str) -> Path:
+class _NotPublishedError(CorruptDataError):
+    """A file on disk that may be the user's own: refused, never fetched over."""
+
+
+def _load_verified(remote: RemoteFile, target: Path, load: Callable[[Path], T],
+                   check: Callable[[Path], object], dataset: str, verify: bool) -> T:
+    """``load(target)`` once ``target`` has passed its SHA-256 (when ``verify``).
+
+    Raises :class:`CorruptDataError` for a damaged file (the caller fetches it
+    again when it may) and refuses a readable file that differs from the
+    published one: it may be the user's own, so it is never replaced.
+    """
+    actual = _sha256(target) if verify and remote.sha256 is not None else remote.sha256
+    if actual == remote.sha256:
+        return load(target)
+    check(target)  # a damaged file raises CorruptDataError here
+    raise _NotPublishedError(
+        f"{dataset}: {target} is not the published {remote.name}: its SHA-256 is {actual}, "
+        f"but the published SHA-256 is {remote.sha256}. s4tf does not use a file it cannot "
+        f"verify. If you placed this file on purpose (e.g. a copy you re-compressed), pass "
+        f"verify=False to use it; otherwise delete it and run again with download=True to "
+        f"fetch the original.\n{_where_to_get_it(remote, target.parent)}"
+    )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch(remote: RemoteFile, directory: Path, *, dataset: str, replacing: str | None = None) -> Path:
     """Download ``remote`` into ``directory``, trying each mirror in turn.
 
     The bytes stream into a temporary file in ``directory`` and are checked
@@ -222,6 +368,10 @@ def fetch(remote: RemoteFile, directory: Path, *, dataset: str) -> Path:
         Where to put it; created if needed.
     dataset : str
         The data set's name, for messages.
+    replacing : str or None
+        Why the copy on disk is being replaced (it is damaged), when it is:
+        should every mirror fail, the error reports the damage, not a
+        missing file.
 
     Returns
     -------
@@ -231,16 +381,20 @@ def fetch(remote: RemoteFile, directory: Path, *, dataset: str) -> Path:
     Raises
     ------
     MissingDataError
-        No mirror could be reached (e.g. offline).
+        No mirror could be reached (e.g. offline) and no damaged copy is being
+        replaced.
     CorruptDataError
-        A mirror answered but its file failed the size or checksum check.
+        A mirror answered but its file failed the size or checksum check, or
+        the damaged copy could not be replaced.
+    PermissionError
+        ``directory`` cannot be created or written.
 
     Examples
     --------
     >>> fetch(remote, Path("/data/mnist"), dataset="MNIST")   # doctest: +SKIP
     PosixPath('/data/mnist/t10k-labels-idx1-ubyte.gz')
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    require_writable(directory, f"download {remote.name!r} for {dataset}")
     target = directory / remote.name
     network_failures: list[str] = []
     bad_files: list[str] = []
@@ -253,6 +407,13 @@ def fetch(remote: RemoteFile, directory: Path, *, dataset: str) -> Path:
         except (OSError, http.client.HTTPException) as error:
             network_failures.append(f"  {url}: {type(error).__name__}: {error}")
     attempts = "\n".join(bad_files + network_failures)
+    if replacing is not None:
+        raise CorruptDataError(
+            f"{dataset}: {replacing}, and downloading a fresh copy failed"
+            f"{' (are you offline?)' if not bad_files else ''}:\n{attempts}\n"
+            f"Delete it and run again when online, or replace it by hand.\n"
+            f"{_where_to_get_it(remote, directory)}"
+        )
     if bad_files:
         raise CorruptDataError(
             f"{dataset}: every download of {remote.name!r} failed its integrity check, "

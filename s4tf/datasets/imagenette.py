@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .archives import open_tar_gz
 from .dataset import Normalize, _options_doc
-from .download import CorruptDataError, RemoteFile, data_directory, obtain
+from .download import CorruptDataError, RemoteFile, data_directory, obtain, require_writable
 from .image_folder import ImageFolder
 
 __all__ = ["Imagenette"]
@@ -58,6 +58,10 @@ class Imagenette(ImageFolder):
         on first use.
     download : bool
         Download the archive when missing or corrupt (SHA-256 verified).
+    verify : bool
+        Check an archive found in ``root`` against its published SHA-256 and
+        refuse one that differs. ``False`` accepts such an archive; an
+        extracted folder is never checked.
     image_size : int or (height, width)
         The size of the returned images.
 """
@@ -78,6 +82,7 @@ class Imagenette(ImageFolder):
         root: str | os.PathLike | None = None,
         download: bool = True,
         *,
+        verify: bool = True,
         image_size: int | tuple[int, int] = 160,
         normalize: Normalize = False,
         seed: int | None = None,
@@ -95,6 +100,8 @@ class Imagenette(ImageFolder):
                 download=download,
                 dataset="Imagenette",
                 alternatives=[(directory / _FOLDER, _checked_folder)],
+                verify=verify,
+                check=_check_archive,
             )
         super().__init__(
             folder,
@@ -118,6 +125,13 @@ def _checked_folder(folder: Path) -> Path:
     return folder
 
 
+def _check_archive(archive: Path) -> None:
+    """Read the archive through without extracting: raises CorruptDataError if damaged."""
+    with open_tar_gz(archive) as tar:
+        for _ in tar:
+            pass
+
+
 def _extract(archive: Path) -> Path:
     """Extract the archive next to itself; the folder appears only when complete."""
     final = archive.parent / _FOLDER
@@ -127,6 +141,7 @@ def _extract(archive: Path) -> Path:
             f"Imagenette: {final} exists but is not a complete Imagenette folder (it needs "
             f"train/ and val/). Delete it so that it can be extracted again from {archive}."
         )
+    require_writable(archive.parent, f"extract {archive.name} for Imagenette")
     staging = Path(tempfile.mkdtemp(prefix=f".{_FOLDER}.", suffix=".partial", dir=archive.parent))
     try:
         with open_tar_gz(archive) as tar:

@@ -99,11 +99,11 @@ class _IDXDataset(_DownloadedDataset):
     _checksums: dict[str, tuple[str, int]]
     _class_names: tuple[str, ...]
 
-    def _arrays(self, directory: Path, download: bool):
+    def _arrays(self, directory: Path, download: bool, verify: bool):
         splits = []
         for split in ("train", "t10k"):
-            images = self._read(f"{split}-images-idx3-ubyte.gz", directory, download, 3)
-            labels = self._read(f"{split}-labels-idx1-ubyte.gz", directory, download, 1)
+            images = self._read(f"{split}-images-idx3-ubyte.gz", directory, download, verify, 3)
+            labels = self._read(f"{split}-labels-idx1-ubyte.gz", directory, download, verify, 1)
             if len(images) != len(labels):
                 raise CorruptDataError(
                     f"{type(self).__name__}: {split}-images holds {len(images)} images but "
@@ -113,7 +113,8 @@ class _IDXDataset(_DownloadedDataset):
             splits.append((images[..., np.newaxis], labels))
         return splits[0], splits[1], self._class_names
 
-    def _read(self, name: str, directory: Path, download: bool, rank: int) -> np.ndarray:
+    def _read(self, name: str, directory: Path, download: bool, verify: bool,
+              rank: int) -> np.ndarray:
         sha256, size = self._checksums[name]
         remote = RemoteFile(name, tuple(url + name for url in self._urls), sha256, size)
         load = lambda path: _expect(read_idx(path), rank, path.name)
@@ -126,6 +127,7 @@ class _IDXDataset(_DownloadedDataset):
             download=download,
             dataset=type(self).__name__,
             alternatives=[(plain, load)],
+            verify=verify,
         )
 
 
@@ -143,6 +145,10 @@ _PARAMETERS_DOC = """
         ``~/.cache/s4tf``).
     download : bool
         Download missing or corrupt files (SHA-256 verified).
+    verify : bool
+        Check the ``.gz`` files found in ``root`` against their published
+        SHA-256 and refuse one that differs. ``False`` accepts such a file
+        (e.g. one you re-compressed); unzipped copies are never checked.
 """
 
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from .. import dtypes as _dtypes
 from .._sizes import sizes
 from ..initializers import glorot_uniform, zeros
-from ..ops import matmul, reshape, softmax, transpose, where
+from ..ops import matmul, reshape, transpose
+from ..ops.attention import scaled_dot_product_attention
 from ..ops.shapes import shape_of
 from ..tensor import Tensor
 from .layer import Layer, check_input_shape
@@ -112,17 +109,8 @@ class MultiHeadAttention(Layer):
         q = _split_heads(_project(query, self.query_weight, self.query_bias), heads)
         k = _split_heads(_project(key, self.key_weight, self.key_bias), heads)
         v = _split_heads(_project(value, self.value_weight, self.value_bias), heads)
+        attended = scaled_dot_product_attention(q, k, v, mask=mask, causal=causal)
         head_size = shape_of(q)[-1]
-        scores = matmul(q, transpose(k, (0, 1, 3, 2))) * (1.0 / math.sqrt(head_size))
-        allowed = mask
-        if causal:
-            query_length, key_length = shape_of(scores)[-2:]
-            causal_mask = Tensor(np.tril(np.ones((query_length, key_length), dtype=bool)))
-            allowed = causal_mask if allowed is None else allowed & causal_mask
-        if allowed is not None:
-            # A large finite negative (not -inf) keeps fully masked rows finite.
-            scores = where(allowed, scores, -1e9)
-        attended = matmul(softmax(scores, axis=-1), v)
         query_length = shape_of(query)[1]
         merged = reshape(transpose(attended, (0, 2, 1, 3)), (batch, query_length, heads * head_size))
         return _project(merged, self.output_weight, self.output_bias)

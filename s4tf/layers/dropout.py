@@ -11,7 +11,7 @@ import math
 
 from .. import random as _random
 from ..differentiable import no_derivative
-from ..learning_phase import is_training
+from ..learning_phase import layer_is_training
 from ..ops import cast, greater_equal
 from ..ops.shapes import shape_of
 from .layer import Layer
@@ -62,7 +62,7 @@ class Dropout(Layer):
         self.probability = probability
 
     def __call__(self, input):
-        if not is_training() or self.probability == 0.0:
+        if not layer_is_training(self, input) or self.probability == 0.0:
             return input
         return input * _keep_mask(input, self.probability) * (1.0 / (1.0 - self.probability))
 
@@ -88,7 +88,7 @@ class GaussianNoise(Layer):
         self.standard_deviation = standard_deviation
 
     def __call__(self, input):
-        if not is_training():
+        if not layer_is_training(self, input):
             return input
         return input + _draw(_random.normal, input, stddev=self.standard_deviation)
 
@@ -111,7 +111,7 @@ class GaussianDropout(Layer):
         self.probability = probability
 
     def __call__(self, input):
-        if not is_training():
+        if not layer_is_training(self, input):
             return input
         stddev = math.sqrt(self.probability / (1.0 - self.probability))
         return input * _draw(_random.normal, input, mean=1.0, stddev=stddev)
@@ -139,7 +139,7 @@ class AlphaDropout(Layer):
 
     def __call__(self, input):
         p = self.probability
-        if not is_training() or p == 0.0:
+        if not layer_is_training(self, input) or p == 0.0:
             return input
         keep = _keep_mask(input, p)
         a = ((1.0 - p) * (1.0 + p * _ALPHA_PRIME ** 2)) ** -0.5

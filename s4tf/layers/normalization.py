@@ -14,7 +14,7 @@ from .._sizes import size, sizes
 from ..autodiff.tracer import strip
 from ..differentiable import State, no_derivative
 from ..initializers import ones, zeros
-from ..learning_phase import is_training
+from ..learning_phase import layer_is_training
 from ..ops import mean, reshape, rsqrt
 from ..ops.shapes import shape_of
 from ..tensor import Tensor
@@ -102,7 +102,7 @@ class BatchNorm(Layer):
         axis, kept = _feature_axis(self, input, self.axis, feature_count)
         offset = reshape(self.offset, kept)
         scale = reshape(self.scale, kept)
-        if not is_training():
+        if not layer_is_training(self, input, self.offset, self.scale):
             running_mean = reshape(self.running_mean.value, kept)
             running_variance = reshape(self.running_variance.value, kept)
             return _normalize(input, running_mean, running_variance, scale, offset, self.epsilon)

@@ -7,6 +7,26 @@ Examples
 (1, 10)
 """
 
+from .autoencoder import Autoencoder, Autoencoder2D
+from .gan import (
+    DCGAN,
+    GAN,
+    DCGANDiscriminator,
+    DCGANGenerator,
+    GANDiscriminator,
+    GANGenerator,
+    discriminator_loss,
+    generator_loss,
+)
+from .gpt2_weights import load_gpt2
 from .lenet import LeNet
+from .neumf import NeuMF
+from .transformer import CausalSelfAttention, TransformerBlock, TransformerLM
+from .vae import VAE, VAEOutput, vae_loss
 
-__all__ = ["LeNet"]
+__all__ = [
+    "DCGAN", "GAN", "VAE", "Autoencoder", "Autoencoder2D", "CausalSelfAttention",
+    "DCGANDiscriminator", "DCGANGenerator", "GANDiscriminator", "GANGenerator", "LeNet", "NeuMF",
+    "TransformerBlock", "TransformerLM", "VAEOutput", "discriminator_loss", "generator_loss",
+    "load_gpt2", "vae_loss",
+]

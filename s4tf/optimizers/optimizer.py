@@ -218,8 +218,10 @@ class Optimizer:
         param = TensorBuffer(leaf)
         state = {name: TensorBuffer(t) for name, t in slots.items()}
         self.update_parameter(param, TensorBuffer(grad), state, constants)
-        self._state[i] = {name: buffer.tensor for name, buffer in state.items()}
-        return param.tensor
+        # Under a distribution strategy the new values keep the parameter's layout
+        # (slots follow their parameter); elsewhere this changes nothing.
+        self._state[i] = {name: _follow(buffer.tensor, leaf) for name, buffer in state.items()}
+        return _follow(param.tensor, leaf)
 
     # Saving and restoring.
     def state_dict(self) -> dict:
@@ -370,3 +372,9 @@ def _calibrate() -> calibration.RootBaseline | None:
 
 
 _ROOT_BASELINE = _calibrate()
+
+
+def _follow(tensor: Tensor, parameter: Tensor) -> Tensor:
+    """``tensor`` laid out across devices as ``parameter`` is (s4tf.distributed)."""
+    data = tensor._backend.follow_layout(tensor._data, parameter._data)
+    return tensor if data is tensor._data else Tensor._wrap(data, tensor._backend)

@@ -106,3 +106,61 @@ def test_shapes_that_keep_changing_warn_and_name_the_change(monkeypatch):
     with s4tf.backend("xla"):
         with pytest.warns(s4tf.xla.RecompilationWarning, match=r"input shapes changed \(.*\(\d+, 8\) -> \(\d+, 8\)"):
             _train(4, batch_of=lambda i: 8 + i)
+
+
+def _same_graph(x):
+    """One small graph whatever the dtype: the cache key must tell dtypes apart."""
+    y = x * x + x
+    s4tf.barrier()
+    return y
+
+
+@pytest.mark.parametrize("dtypes", [
+    ("float32", "float64"),
+    ("float32", "int32"),
+    ("float64", "int32"),
+])
+def test_a_new_dtype_compiles_and_the_same_dtype_hits(dtypes):
+    first, second = (getattr(s4tf, d) for d in dtypes)
+    values = np.arange(6.0).reshape(2, 3)
+    with s4tf.backend("xla"):
+        a = _same_graph(s4tf.Tensor(values, dtype=first))
+        assert s4tf.xla.metrics()["compiles"] == 1
+        b = _same_graph(s4tf.Tensor(values, dtype=second))
+        m = s4tf.xla.metrics()
+        # JAX would specialise a wrongly shared entry underneath and still give the
+        # right numbers: only the counts show whether the key held the dtype.
+        assert (m["compiles"], m["cache_hits"]) == (2, 0), m
+        assert (a.dtype, b.dtype) == (first, second)
+        _same_graph(s4tf.Tensor(values + 1, dtype=first))
+        _same_graph(s4tf.Tensor(values + 2, dtype=second))
+        m = s4tf.xla.metrics()
+        assert (m["compiles"], m["cache_hits"]) == (2, 2), m
+    np.testing.assert_array_equal(a.numpy(), values * values + values)
+    np.testing.assert_array_equal(b.numpy(), values * values + values)
+
+
+def test_a_new_shape_compiles_and_the_same_shape_hits():
+    with s4tf.backend("xla"):
+        _same_graph(s4tf.ones([2, 3]))
+        _same_graph(s4tf.ones([3, 2]))
+        _same_graph(s4tf.ones([6]))
+        m = s4tf.xla.metrics()
+        assert (m["compiles"], m["cache_hits"]) == (3, 0), m
+        _same_graph(s4tf.zeros([3, 2]))
+        _same_graph(s4tf.zeros([2, 3]))
+        m = s4tf.xla.metrics()
+        assert (m["compiles"], m["cache_hits"]) == (3, 2), m
+def test_the_recompilation_warning_points_at_the_users_line(monkeypatch):
+    import s4tf.backends.xla.metrics as xla_metrics
+
+    monkeypatch.setattr(xla_metrics, "WARN_AFTER", 1)  # warn at the second trace: fast
+    with s4tf.backend("xla"):
+        with pytest.warns(s4tf.xla.RecompilationWarning) as caught:
+            _train(2, batch_of=lambda i: 8 + i)
+    first = next(w for w in caught if issubclass(w.category, s4tf.xla.RecompilationWarning))
+    # The first frame outside s4tf: the barrier in _train, not s4tf's compiler.
+    barrier_line = next(i for i, line in enumerate(open(__file__), start=1)
+                        if line.strip() == "s4tf.barrier()")
+    assert (first.filename, first.lineno) == (__file__, barrier_line)
+    assert f"{__file__}:{barrier_line}: s4tf.barrier() has compiled" in str(first.message)

@@ -139,3 +139,68 @@ def test_moved_gives_the_new_value_its_own_state_cells():
     new.running.value = new.running.value + 1
     assert old.running.value.tolist() == [0.0, 0.0]
     assert new.w.tolist() == [2.0, 2.0]
+
+
+def test_an_attribute_without_a_field_annotation_is_refused_at_construction():
+    from s4tf import layers
+
+    class MLP(s4tf.Layer):
+        out: layers.Dense
+
+        def __init__(self):
+            self.hidden = layers.Dense(2, 3)
+            self.out = layers.Dense(3, 1)
+
+        def __call__(self, x):
+            return self.out(self.hidden(x))
+
+    with pytest.raises(TypeError, match=r"MLP\.hidden was assigned in __init__ but has no field "
+                                        r"annotation; add `hidden: layers\.Dense` to the class body"):
+        MLP()
+
+
+@pytest.mark.parametrize("value, annotation", [
+    (lambda: s4tf.ones([2]), "s4tf.Tensor"),
+    (lambda: 1.5, "float"),
+    (lambda: [1.0], "list"),
+    (lambda: Point(1.0, 2.0), "Point"),
+])
+def test_every_differentiable_refuses_unannotated_attributes_private_ones_too(value, annotation):
+    class Holder(s4tf.Differentiable):
+        kept: float
+
+        def __init__(self, name):
+            self.kept = 1.0
+            setattr(self, name, value())
+
+    for name in ("extra", "_cache"):
+        with pytest.raises(TypeError, match=rf"Holder\.{name} .* add `{name}: {annotation}`"):
+            Holder(name)
+
+
+def test_a_subclass_may_set_its_parents_fields_and_its_own_in_nested_inits():
+    class Base(s4tf.Differentiable):
+        a: float
+
+        def __init__(self):
+            self.a = 1.0
+
+    class Child(Base):
+        b: float
+
+        def __init__(self):
+            super().__init__()
+            self.b = 2.0
+
+    child = Child()
+    assert (child.a, child.b) == (1.0, 2.0)
+
+    class Forgetful(Base):
+        b: float
+
+        def __init__(self):
+            super().__init__()
+            self.c = 2.0
+
+    with pytest.raises(TypeError, match=r"Forgetful\.c was assigned"):
+        Forgetful()

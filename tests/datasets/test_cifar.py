@@ -25,7 +25,7 @@ def test_cifar10_reads_the_archive_or_its_folder(tmp_path, extracted):
         write_members(tmp_path, members)
     else:
         write_tar_gz(tmp_path / "cifar-10-python.tar.gz", members)
-    cifar = CIFAR10(batch_size=5, root=tmp_path, download=False, seed=0)
+    cifar = CIFAR10(batch_size=5, root=tmp_path, download=False, verify=False, seed=0)
     assert cifar.class_names[:3] == ("airplane", "automobile", "bird")
     assert cifar.image_shape == (32, 32, 3) and cifar.num_classes == 10
     assert cifar.training.num_examples == 30 and len(cifar.training) == 6
@@ -40,7 +40,7 @@ def test_cifar10_reads_the_archive_or_its_folder(tmp_path, extracted):
 def test_cifar10_training_holds_all_five_batches(tmp_path):
     members, arrays = cifar10_members(per_batch=4, test=2)
     write_tar_gz(tmp_path / "cifar-10-python.tar.gz", members)
-    cifar = CIFAR10(batch_size=7, root=tmp_path, download=False, seed=1)
+    cifar = CIFAR10(batch_size=7, root=tmp_path, download=False, verify=False, seed=1)
     images, labels = stacked(cifar.training)
     expected = np.concatenate([as_nhwc(arrays[f"data_batch_{i}"][0]) for i in range(1, 6)])
     expected_labels = np.concatenate([arrays[f"data_batch_{i}"][1] for i in range(1, 6)])
@@ -51,7 +51,7 @@ def test_cifar10_training_holds_all_five_batches(tmp_path):
 
 def test_cifar10_normalize_true_standardises_each_channel(tmp_path):
     write_tar_gz(tmp_path / "cifar-10-python.tar.gz", cifar10_members(per_batch=5)[0])
-    cifar = CIFAR10(batch_size=25, root=tmp_path, download=False, normalize=True)
+    cifar = CIFAR10(batch_size=25, root=tmp_path, download=False, verify=False, normalize=True)
     images, _ = stacked(cifar.training)
     np.testing.assert_allclose(images.mean(axis=(0, 1, 2)), 0, atol=1e-4)
     np.testing.assert_allclose(images.std(axis=(0, 1, 2)), 1, atol=1e-4)
@@ -62,7 +62,7 @@ def test_cifar10_normalize_true_standardises_each_channel(tmp_path):
 def test_cifar100_label_modes(tmp_path, mode, classes, key):
     members, arrays = cifar100_members(train=12, test=5)
     write_tar_gz(tmp_path / "cifar-100-python.tar.gz", members)
-    cifar = CIFAR100(batch_size=4, root=tmp_path, download=False, label_mode=mode)
+    cifar = CIFAR100(batch_size=4, root=tmp_path, download=False, verify=False, label_mode=mode)
     assert cifar.num_classes == classes and cifar.class_names[1] == f"{mode}1"
     images, labels = stacked(cifar.validation)
     np.testing.assert_array_equal(labels, arrays["test"][key])
@@ -101,7 +101,7 @@ def test_an_archive_missing_a_batch_is_corrupt(tmp_path):
     del members["cifar-10-batches-py/data_batch_3"]
     write_tar_gz(tmp_path / "cifar-10-python.tar.gz", members)
     with pytest.raises(CorruptDataError, match="has no file cifar-10-batches-py/data_batch_3"):
-        CIFAR10(root=tmp_path, download=False)
+        CIFAR10(root=tmp_path, download=False, verify=False)
 
 
 def test_a_batch_of_the_wrong_shape_is_corrupt(tmp_path):
@@ -111,7 +111,7 @@ def test_a_batch_of_the_wrong_shape_is_corrupt(tmp_path):
     )
     write_tar_gz(tmp_path / "cifar-10-python.tar.gz", members)
     with pytest.raises(CorruptDataError, match=r"shape \(4, 100\); expected uint8 of shape"):
-        CIFAR10(root=tmp_path, download=False)
+        CIFAR10(root=tmp_path, download=False, verify=False)
 
 
 class _Exploit:
@@ -129,7 +129,7 @@ def test_a_pickle_that_would_run_code_is_refused(tmp_path, monkeypatch):
     )
     write_tar_gz(tmp_path / "cifar-10-python.tar.gz", members)
     with pytest.raises(CorruptDataError, match="refers to (posix|os).system"):
-        CIFAR10(root=tmp_path, download=False)
+        CIFAR10(root=tmp_path, download=False, verify=False)
     assert not (tmp_path / "pwned").exists()
 
 
@@ -149,3 +149,12 @@ def test_a_downloaded_archive_is_verified_against_the_real_checksum(tmp_path, ne
     with pytest.raises(CorruptDataError, match="failed its integrity check"):
         CIFAR10(root=tmp_path / "c10", download=True)
     assert not (tmp_path / "c10" / "cifar-10-python.tar.gz").exists()
+
+
+def test_a_hand_placed_archive_that_is_not_the_published_one_is_refused(tmp_path, network):
+    archive = write_tar_gz(tmp_path / "cifar-10-python.tar.gz", cifar10_members()[0])
+    with pytest.raises(CorruptDataError, match="not the published cifar-10-python.tar.gz.*"
+                                               "pass verify=False to use it"):
+        CIFAR10(root=tmp_path, download=True)
+    assert network.calls == [] and archive.exists()
+    assert CIFAR10(root=tmp_path, download=False, verify=False).num_classes == 10

@@ -1,3 +1,4 @@
+import errno
 import hashlib
 import io
 import os
@@ -166,3 +167,183 @@ def test_a_partial_file_from_an_earlier_crash_is_ignored(tmp_path, network):
     (tmp_path / ".blob.bin.abc123.part").write_bytes(PAYLOAD[:10])
     assert obtain(remote(), tmp_path, load_checked, download=True, dataset="Blob") == PAYLOAD
     assert os.path.exists(tmp_path / "blob.bin")
+
+
+# --- the data directory: a file, unreadable or read-only ------------------------------
+
+def _inside(path, directory) -> bool:
+    path = os.path.abspath(os.fspath(path))
+    return path.startswith(os.path.join(os.fspath(directory), ""))
+
+
+@pytest.fixture
+def unreadable(monkeypatch):
+    """Make a directory unreadable (mode 000); as root, the kernel's refusals are imitated.
+
+    Root ignores permission bits, so there os.stat of anything inside and
+    listing the directory raise EACCES as they would for any other user.
+    """
+    made = []
+
+    def make(directory: Path) -> Path:
+        directory.chmod(0)
+        made.append(directory)
+        if os.geteuid() == 0:
+            real_stat, real_scandir = os.stat, os.scandir
+
+            def stat(path, *args, **kwargs):
+                if _inside(path, directory):
+                    raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+                return real_stat(path, *args, **kwargs)
+
+            def scandir(path="."):
+                if os.path.abspath(os.fspath(path)) == os.fspath(directory):
+                    raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+                return real_scandir(path)
+
+            monkeypatch.setattr(os, "stat", stat)
+            monkeypatch.setattr(os, "scandir", scandir)
+        return directory
+
+    yield make
+    monkeypatch.undo()
+    for directory in made:
+        directory.chmod(0o755)
+
+
+@pytest.fixture
+def read_only(monkeypatch):
+    """Make a directory read-only; as root, a read-only mount (EROFS) is imitated."""
+    made = []
+
+    def make(directory: Path) -> Path:
+        directory.chmod(0o555)
+        made.append(directory)
+        if os.geteuid() == 0:
+            real_open, real_mkdir = os.open, os.mkdir
+            writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+
+            def refuse(path):
+                raise OSError(errno.EROFS, "Read-only file system", os.fspath(path))
+
+            def open_(path, flags, *args, **kwargs):
+                target = os.path.abspath(os.fspath(path))
+                if flags & writing and (target == os.fspath(directory) or _inside(target, directory)):
+                    refuse(path)
+                return real_open(path, flags, *args, **kwargs)
+
+            def mkdir(path, *args, **kwargs):
+                if _inside(path, directory):
+                    refuse(path)
+                return real_mkdir(path, *args, **kwargs)
+
+            monkeypatch.setattr(os, "open", open_)
+            monkeypatch.setattr(os, "mkdir", mkdir)
+        return directory
+
+    yield make
+    monkeypatch.undo()
+    for directory in made:
+        directory.chmod(0o755)
+
+
+def test_s4tf_data_dir_that_is_a_file_is_named_in_the_error(tmp_path, monkeypatch):
+    a_file = tmp_path / "cache.txt"
+    a_file.write_text("not a directory")
+    monkeypatch.setenv("S4TF_DATA_DIR", str(a_file))
+    with pytest.raises(NotADirectoryError) as caught:
+        data_directory("mnist")
+    message = str(caught.value)
+    assert f"S4TF_DATA_DIR={str(a_file)!r}" in message and "is a file, not a directory" in message
+    assert "Set S4TF_DATA_DIR to a directory" in message
+    # A folder below a file, and root= naming a file, are refused the same way.
+    monkeypatch.setenv("S4TF_DATA_DIR", str(a_file / "below"))
+    with pytest.raises(NotADirectoryError, match=f"{a_file} is a file"):
+        data_directory("mnist")
+    with pytest.raises(NotADirectoryError, match="root=.*Pass root= a directory"):
+        data_directory("mnist", root=a_file)
+
+
+def test_an_unreadable_s4tf_data_dir_is_named_in_the_error(tmp_path, monkeypatch, unreadable):
+    base = tmp_path / "cache"
+    (base / "blob").mkdir(parents=True)
+    monkeypatch.setenv("S4TF_DATA_DIR", str(base))
+    unreadable(base)
+    with pytest.raises(PermissionError) as caught:
+        data_directory("blob")
+    message = str(caught.value)
+    assert f"S4TF_DATA_DIR={str(base)!r}" in message and "Permission denied" in message
+
+
+def test_an_unreadable_data_set_directory_is_named_in_the_error(tmp_path, monkeypatch,
+                                                                 unreadable):
+    base = tmp_path / "cache"
+    (base / "blob").mkdir(parents=True)
+    monkeypatch.setenv("S4TF_DATA_DIR", str(base))
+    unreadable(base / "blob")
+    with pytest.raises(PermissionError, match=f"S4TF_DATA_DIR={str(base)!r}: the directory "
+                                              f"{base / 'blob'} cannot be read"):
+        obtain(remote(), data_directory("blob"), load_checked, download=False, dataset="Blob")
+
+
+def test_a_read_only_s4tf_data_dir_is_named_when_a_download_needs_it(tmp_path, monkeypatch,
+                                                                     network, read_only):
+    network.serve(URL, PAYLOAD)
+    base = tmp_path / "cache"
+    (base / "present").mkdir(parents=True)
+    (base / "present" / "blob.bin").write_bytes(PAYLOAD)
+    monkeypatch.setenv("S4TF_DATA_DIR", str(base))
+    read_only(base)
+    read_only(base / "present")
+    # Reading from a read-only cache is fine ...
+    assert obtain(remote(), data_directory("present"), load_checked, download=True,
+                  dataset="Blob") == PAYLOAD
+    # ... downloading into it is not, and the error says so instead of "offline".
+    with pytest.raises(PermissionError) as caught:
+        obtain(remote(), data_directory("absent"), load_checked, download=True, dataset="Blob")
+    message = str(caught.value)
+    assert "cannot download 'blob.bin' for Blob" in message
+    assert f"S4TF_DATA_DIR={str(base)!r}: {base / 'absent'} is not a writable directory" in message
+    assert network.calls == []
+
+
+# --- a corrupt file while offline; a hand-placed file that is not the published one ---
+
+def test_a_corrupt_file_while_offline_is_reported_as_corrupt(tmp_path, network):
+    (tmp_path / "blob.bin").write_bytes(b"garbage")
+    with pytest.warns(RuntimeWarning, match="downloading it again"):
+        with pytest.raises(CorruptDataError) as caught:
+            obtain(remote(), tmp_path, load_checked, download=True, dataset="Blob")
+    message = str(caught.value)
+    assert f"{tmp_path / 'blob.bin'} is corrupt or truncated" in message
+    assert "downloading a fresh copy failed (are you offline?)" in message
+    assert "which is not in" not in message and URL in message
+    assert not isinstance(caught.value, MissingDataError)
+    assert (tmp_path / "blob.bin").read_bytes() == b"garbage"
+
+
+@pytest.mark.parametrize("size", [None, len(PAYLOAD)])
+def test_a_hand_placed_file_that_fails_its_checksum_is_refused(tmp_path, network, size):
+    network.serve(URL, PAYLOAD)
+    mine = PAYLOAD[:-1] + b"!"  # readable by its parser, but not the published bytes
+    (tmp_path / "blob.bin").write_bytes(mine)
+    with pytest.raises(CorruptDataError) as caught:
+        obtain(remote(size=size), tmp_path, Path.read_bytes, download=True, dataset="Blob")
+    message = str(caught.value)
+    assert f"{tmp_path / 'blob.bin'} is not the published blob.bin" in message
+    assert hashlib.sha256(mine).hexdigest() in message
+    assert hashlib.sha256(PAYLOAD).hexdigest() in message
+    assert "pass verify=False to use it" in message
+    # Never replaced by a download, never used.
+    assert network.calls == [] and (tmp_path / "blob.bin").read_bytes() == mine
+    assert obtain(remote(size=size), tmp_path, Path.read_bytes, download=True, dataset="Blob",
+                  verify=False) == mine
+
+
+def test_a_damaged_file_of_the_published_size_is_still_fetched_again(tmp_path, network):
+    network.serve(URL, PAYLOAD)
+    (tmp_path / "blob.bin").write_bytes(b"\0" * len(PAYLOAD))  # its parser rejects it
+    with pytest.warns(RuntimeWarning, match="corrupt or truncated"):
+        value = obtain(remote(size=len(PAYLOAD)), tmp_path, load_checked, download=True,
+                       dataset="Blob")
+    assert value == PAYLOAD and (tmp_path / "blob.bin").read_bytes() == PAYLOAD

@@ -27,7 +27,7 @@ def labels_of(batches) -> list[int]:
 
 def test_the_archive_is_extracted_once_and_read_as_an_image_folder(tmp_path):
     archive = write_tar_gz(tmp_path / "imagenette2-160.tgz", archive_members())
-    imagenette = Imagenette(batch_size=4, root=tmp_path, download=False, image_size=16)
+    imagenette = Imagenette(batch_size=4, root=tmp_path, download=False, verify=False, image_size=16)
     assert imagenette.class_names == ("tench", "church")
     assert imagenette.training.num_examples == 6 and imagenette.validation.num_examples == 4
     images, labels = next(imagenette.validation._numpy_batches())
@@ -36,7 +36,7 @@ def test_the_archive_is_extracted_once_and_read_as_an_image_folder(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["imagenette2-160", "imagenette2-160.tgz"]
     # Next time the extracted folder is used; the archive is no longer needed.
     archive.unlink()
-    again = Imagenette(batch_size=4, root=tmp_path, download=False, image_size=16)
+    again = Imagenette(batch_size=4, root=tmp_path, download=False, verify=False, image_size=16)
     assert labels_of(again.validation) == [0, 0, 1, 1]
 
 
@@ -76,3 +76,13 @@ def test_missing_archive_offline_names_file_url_and_directory(tmp_path):
     assert "'imagenette2-160.tgz'" in message
     assert "https://s3.amazonaws.com/fast-ai-imageclas/imagenette2-160.tgz" in message
     assert str((tmp_path / "inet").resolve()) in message
+
+
+def test_a_hand_placed_archive_that_is_not_the_published_one_is_refused_unextracted(tmp_path):
+    write_tar_gz(tmp_path / "imagenette2-160.tgz", archive_members())
+    with pytest.raises(CorruptDataError, match="not the published imagenette2-160.tgz.*"
+                                               "pass verify=False to use it"):
+        Imagenette(root=tmp_path, download=False)
+    # Refused before extraction, so that a later run cannot use it through the folder.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["imagenette2-160.tgz"]
+    assert Imagenette(root=tmp_path, download=False, verify=False, image_size=8).num_classes == 2

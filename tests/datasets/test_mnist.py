@@ -67,7 +67,7 @@ def test_a_damaged_gzip_is_corrupt(tmp_path, damage):
 
 def test_mnist_loads_the_four_files_as_float_nhwc_and_int32(tmp_path):
     written = write_mnist(tmp_path, train=50, test=20)
-    mnist = MNIST(batch_size=16, root=tmp_path, download=False, seed=0)
+    mnist = MNIST(batch_size=16, root=tmp_path, download=False, verify=False, seed=0)
     assert mnist.image_shape == (28, 28, 1) and mnist.num_classes == 10
     assert len(mnist.training) == 4 and len(mnist.validation) == 2
     images, labels = stacked(mnist.validation)
@@ -82,7 +82,7 @@ def test_mnist_loads_the_four_files_as_float_nhwc_and_int32(tmp_path):
 
 def test_mnist_training_pairs_each_image_with_its_label(tmp_path):
     written = write_mnist(tmp_path, train=50, test=20)
-    mnist = MNIST(batch_size=16, root=tmp_path, download=False, seed=3)
+    mnist = MNIST(batch_size=16, root=tmp_path, download=False, verify=False, seed=3)
     images, labels = stacked(mnist.training)
     raw = written["train-images-idx3-ubyte.gz"].reshape(50, -1)
     # Find each shuffled image in the file and check its label came with it.
@@ -94,7 +94,7 @@ def test_mnist_training_pairs_each_image_with_its_label(tmp_path):
 
 def test_normalize_true_standardises_by_the_training_statistics(tmp_path):
     write_mnist(tmp_path, train=60, test=10)
-    mnist = MNIST(batch_size=32, root=tmp_path, download=False, normalize=True)
+    mnist = MNIST(batch_size=32, root=tmp_path, download=False, verify=False, normalize=True)
     images, _ = stacked(mnist.training)
     assert abs(images.mean()) < 1e-4 and abs(images.std() - 1) < 1e-4
     mean, std = mnist.normalization
@@ -103,7 +103,7 @@ def test_normalize_true_standardises_by_the_training_statistics(tmp_path):
 
 def test_normalize_with_a_pair_uses_those_constants(tmp_path):
     written = write_mnist(tmp_path, train=10, test=10)
-    mnist = MNIST(batch_size=10, root=tmp_path, download=False, normalize=(0.5, 0.25))
+    mnist = MNIST(batch_size=10, root=tmp_path, download=False, verify=False, normalize=(0.5, 0.25))
     images, _ = stacked(mnist.validation)
     expected = (written["t10k-images-idx3-ubyte.gz"] / 255.0 - 0.5) / 0.25
     np.testing.assert_allclose(images[..., 0], expected, rtol=1e-5, atol=1e-5)
@@ -115,7 +115,7 @@ def test_normalize_with_a_pair_uses_those_constants(tmp_path):
 def test_bad_normalize_values_are_refused(tmp_path, normalize, error):
     write_mnist(tmp_path, train=4, test=4)
     with pytest.raises(error, match="MNIST: normalize"):
-        MNIST(root=tmp_path, download=False, normalize=normalize)
+        MNIST(root=tmp_path, download=False, verify=False, normalize=normalize)
 
 
 def test_missing_files_offline_name_the_file_url_and_directory(tmp_path):
@@ -142,7 +142,7 @@ def test_a_truncated_file_is_reported_when_download_is_off(tmp_path):
     path = tmp_path / "t10k-images-idx3-ubyte.gz"
     path.write_bytes(path.read_bytes()[:-20])
     with pytest.raises(CorruptDataError) as caught:
-        MNIST(root=tmp_path, download=False)
+        MNIST(root=tmp_path, download=False, verify=False)
     assert str(path) in str(caught.value) and "corrupt or truncated" in str(caught.value)
 
 
@@ -157,7 +157,7 @@ def test_a_truncated_file_is_downloaded_again_when_allowed(tmp_path, network, mo
     checksums[name] = (sha, len(good))
     monkeypatch.setattr(MNIST, "_checksums", checksums)
     with pytest.warns(RuntimeWarning, match="downloading it again"):
-        mnist = MNIST(batch_size=4, root=tmp_path, download=True)
+        mnist = MNIST(batch_size=4, root=tmp_path, download=True, verify=False)
     assert network.calls == [MNIST._urls[0] + name]
     assert (tmp_path / name).read_bytes() == good
     np.testing.assert_array_equal(stacked(mnist.validation)[1], written[name])
@@ -170,7 +170,7 @@ def test_real_checksums_reject_a_download_that_differs(tmp_path, network):
     for url in MNIST._urls:
         network.serve(url + name, b"\x1f\x8b" + b"\x00" * 28879)
     with pytest.raises(CorruptDataError, match="failed its integrity check"):
-        MNIST(root=tmp_path, download=True)
+        MNIST(root=tmp_path, download=True, verify=False)
     assert not (tmp_path / name).exists()
 
 
@@ -190,7 +190,7 @@ def test_image_and_label_counts_must_agree(tmp_path):
     labels = np.zeros(7, np.uint8)
     (tmp_path / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(labels)))
     with pytest.raises(CorruptDataError, match="8 images but train-labels holds 7 labels"):
-        MNIST(root=tmp_path, download=False)
+        MNIST(root=tmp_path, download=False, verify=False)
 
 
 def test_labels_out_of_range_are_refused(tmp_path):
@@ -198,7 +198,7 @@ def test_labels_out_of_range_are_refused(tmp_path):
     labels = np.array([0, 1, 2, 12], np.uint8)
     (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(labels)))
     with pytest.raises(ValueError, match="validation labels must lie in"):
-        MNIST(root=tmp_path, download=False)
+        MNIST(root=tmp_path, download=False, verify=False)
 
 
 def test_swapped_images_and_labels_files_are_refused(tmp_path):
@@ -209,7 +209,7 @@ def test_swapped_images_and_labels_files_are_refused(tmp_path):
     images.write_bytes(b)
     labels.write_bytes(a)
     with pytest.raises(CorruptDataError, match="expected images"):
-        MNIST(root=tmp_path, download=False)
+        MNIST(root=tmp_path, download=False, verify=False)
 
 
 @pytest.mark.parametrize("cls, directory, last_class", [
@@ -221,6 +221,40 @@ def test_the_default_root_is_under_s4tf_data_dir(tmp_path, monkeypatch, cls, dir
                                                  last_class):
     monkeypatch.setenv("S4TF_DATA_DIR", str(tmp_path / "data"))
     write_mnist(tmp_path / "data" / directory, train=5, test=5)
-    dataset = cls(batch_size=5, download=False)
+    dataset = cls(batch_size=5, download=False, verify=False)
     assert dataset.class_names[-1] == last_class and dataset.num_classes == 10
     assert dataset.training.num_examples == 5
+
+
+def test_hand_placed_files_that_are_not_the_published_ones_are_refused(tmp_path, network):
+    written = write_mnist(tmp_path, train=6, test=3)  # readable, but not the real MNIST
+    before = {name: (tmp_path / name).read_bytes() for name in MNIST_FILES}
+    with pytest.raises(CorruptDataError) as caught:
+        MNIST(root=tmp_path, download=True)
+    message = str(caught.value)
+    assert "is not the published train-images-idx3-ubyte.gz" in message
+    assert MNIST._checksums["train-images-idx3-ubyte.gz"][0] in message
+    assert "pass verify=False to use it" in message
+    assert network.calls == []
+    assert {name: (tmp_path / name).read_bytes() for name in MNIST_FILES} == before
+    mnist = MNIST(batch_size=3, root=tmp_path, download=False, verify=False)
+    np.testing.assert_array_equal(stacked(mnist.validation)[1],
+                                  written["t10k-labels-idx1-ubyte.gz"])
+
+
+def test_a_corrupt_file_while_offline_is_reported_as_corrupt_not_missing(tmp_path, network):
+    write_mnist(tmp_path, train=6, test=3)
+    path = tmp_path / "t10k-images-idx3-ubyte.gz"
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.warns(RuntimeWarning), pytest.raises(CorruptDataError) as caught:
+        MNIST(root=tmp_path, download=True, verify=False)
+    message = str(caught.value)
+    assert f"{path} is corrupt or truncated" in message and "are you offline?" in message
+    assert not isinstance(caught.value, MissingDataError)
+
+
+def test_s4tf_data_dir_that_is_a_file_names_the_variable(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("S4TF_DATA_DIR", str(tmp_path / "file"))
+    with pytest.raises(NotADirectoryError, match=r"S4TF_DATA_DIR=.*file is a file"):
+        MNIST(download=True)

@@ -58,3 +58,14 @@ def test_shape_errors():
         mha(s4tf.ones([2, 3, 5]))
     with pytest.raises(ValueError, match="not divisible by head_count=3"):
         layers.MultiHeadAttention(query_size=4, head_count=3)
+
+
+def test_causal_attention_runs_on_the_backend_of_its_inputs():
+    # The causal mask used to be made on the default backend, so a layer moved
+    # to xla failed with "operands are on different backends" under naive.
+    pytest.importorskip("jax")
+    with s4tf.backend("xla"):
+        mha = s4tf.layers.MultiHeadAttention(query_size=4, head_count=2)
+        x = s4tf.ones([1, 3, 4])
+    with s4tf.backend("naive"):
+        assert mha(x, causal=True).backend == "xla"

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 
 from ..base import Backend
-from . import graph
+from . import graph, sharding
 from .kernels import LazyKernels
 from .lazy import LazyArray
 
@@ -35,6 +35,7 @@ class XLABackend(Backend):
     name = "xla"
     supports_inplace = False
     lazy = True
+    compiles_per_shape = True
     array_type = LazyArray
 
     def __init__(self) -> None:
@@ -66,6 +67,12 @@ class XLABackend(Backend):
             return data.buffer
         # A copy: a host view of a device buffer would break if XLA reused the buffer.
         return np.array(data.buffer)
+
+    def devices(self, data: LazyArray) -> tuple:
+        return sharding.devices(data)
+
+    def follow_layout(self, data: LazyArray, like: LazyArray) -> LazyArray:
+        return sharding.follow_layout(data, like)
 
     def barrier(self) -> None:
         graph.barrier()

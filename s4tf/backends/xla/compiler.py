@@ -15,7 +15,8 @@ import time
 import jax
 
 from .kernels import JAX_KERNELS
-from .metrics import COUNTERS, call_site, note_compile, note_hit
+from .layouts import collectives_in, device_count
+from .metrics import COUNTERS, note_compile, note_hit
 
 __all__ = ["cache_size", "clear_cache", "run"]
 
@@ -50,19 +51,25 @@ def trace_hash(key) -> str:
 def run(key, program, n_slots, device_slots, host_layout, host_dtypes, out_slots, buffers,
         packs, donate):
     """Run the graph described by ``key`` on ``buffers`` and ``packs``; compile on a miss."""
-    executable = _cache.get(key)
-    if executable is None:
+    cached = _cache.get(key)
+    if cached is None:
         start = time.perf_counter()
         replay = _replay(program, n_slots, device_slots, host_layout, host_dtypes, out_slots)
         # A jitted function, not an AOT-compiled one: its calls take JAX's C++
         # dispatch path, several times cheaper per argument. The first call
         # traces and compiles (counted as compile time; its dispatch is async).
         executable = jax.jit(replay, donate_argnums=donate)
+        devices = device_count(buffers)
+        # A step over several devices: read the partitioned program once (JAX
+        # reuses that compilation for the call below) to report its collectives.
+        collectives = collectives_in(executable, (*buffers, *packs)) if devices > 1 else ()
+        _cache[key] = cached = (executable, devices, collectives)
+        COUNTERS["devices"], COUNTERS["collectives"] = devices, collectives
         outs = executable(*buffers, *packs)
-        _cache[key] = executable
-        note_compile(key, trace_hash(key), call_site(), time.perf_counter() - start, len(program))
+        note_compile(key, trace_hash(key), time.perf_counter() - start, len(program))
         COUNTERS["executions"] += 1
         return outs
+    executable, COUNTERS["devices"], COUNTERS["collectives"] = cached
     note_hit(trace_hash(key))
     start = time.perf_counter()
     outs = executable(*buffers, *packs)

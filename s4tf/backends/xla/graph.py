@@ -28,6 +28,7 @@ import weakref
 
 import numpy as np
 
+from .layouts import check_meshes, placement
 from .lazy import LazyArray
 from .metrics import COUNTERS
 
@@ -104,7 +105,8 @@ def _build(nodes):
                     entries.append(("P", x.shape, x.dtype, "host"))
                 else:
                     device.append(x)
-                    entries.append(("P", x.shape, x.dtype, "device"))
+                    # The layout is part of the trace: XLA partitions the step by it.
+                    entries.append(("P", x.shape, x.dtype, "device", placement(x.buffer)))
             args.append(s)
         signature = (node.op, node.pkey, tuple(args))
         s = cse.get(signature)
@@ -156,6 +158,7 @@ def barrier() -> None:
         packs = [np.array([np.asarray(x.buffer).reshape(()) for x in group], dtype=dtype)
                  for dtype, group in host_groups.items()]
         buffers = [x.buffer for x in device]
+        check_meshes(buffers)
         COUNTERS["graph_time"] += time.perf_counter() - start
         outs = compiler.run(key, program, len(entries), [slot[id(x)] for x in device],
                             host_layout, list(host_groups), out_slots, buffers, packs, donate)

@@ -12,6 +12,7 @@ no silent TF32/bf16); a new kernel doing products must pin it the same way.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -82,6 +83,12 @@ class JaxKernels(JaxNNKernels, ArrayKernels):
     def matmul(self, x, y):
         # Full float32: no silent TF32/bf16 passes on accelerators.
         return jnp.matmul(x, y, precision=_HIGHEST)
+
+    def with_sharding(self, x, *, sharding):
+        # A layout annotation for XLA's SPMD partitioner (s4tf.distributed): an
+        # updated parameter keeps its strategy's layout instead of whatever
+        # sharding propagation would pick for it.
+        return jax.lax.with_sharding_constraint(x, sharding)
 
 
 def _outside_to_end(indices, n):

@@ -12,20 +12,21 @@ import sys
 import warnings
 from collections import Counter
 
+from ...autodiff.diagnostics import user_location, user_stacklevel
 from ...xla import RecompilationWarning
 
 __all__ = ["COUNTERS", "RecompilationWarning", "metrics", "note_compile", "reset_metrics"]
 
 _ZERO = {
     "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
-    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0,
+    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
+    "collectives": (),
 }
 COUNTERS: dict = dict(_ZERO)
 
 # A place that compiles this many distinct traces is warming up (the first step
 # often differs from the next, a last smaller batch adds one more); past it, warn.
 WARN_AFTER = int(os.environ.get("S4TF_XLA_RECOMPILE_WARN_AFTER", "4"))
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _sites: dict[str, list] = {}
 
 
@@ -42,17 +43,6 @@ def reset_metrics() -> None:
 
 def debug_enabled() -> bool:
     return os.environ.get("S4TF_DEBUG", "") not in ("", "0")
-
-
-def call_site() -> str:
-    """``file:line`` of the first frame outside the s4tf package (the user's line)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "<s4tf>"
 
 
 def summarize(key) -> dict:
@@ -86,8 +76,13 @@ def _describe_change(old: dict, new: dict) -> str:
     return "; ".join(changes) or "static parameters of some op changed (e.g. an axis or a slice)"
 
 
-def note_compile(key, trace_hash: str, site: str, seconds: float, n_ops: int) -> None:
-    """Count a compile, print it under ``S4TF_DEBUG=1`` and warn on repeated recompiles."""
+def note_compile(key, trace_hash: str, seconds: float, n_ops: int) -> None:
+    """Count a compile, print it under ``S4TF_DEBUG=1`` and warn on repeated recompiles.
+
+    Compiles are counted per line of user code (the first frame outside s4tf),
+    and the warning points there too.
+    """
+    site = user_location()
     COUNTERS["compiles"] += 1
     COUNTERS["compile_time"] += seconds
     if debug_enabled():
@@ -107,7 +102,7 @@ def note_compile(key, trace_hash: str, site: str, seconds: float, n_ops: int) ->
             "as tensors or Python floats, not as shapes or static arguments). Set S4TF_DEBUG=1 "
             "to print every compile with its trace hash.",
             RecompilationWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),  # the user's line, not s4tf's
         )
 
 

@@ -1,0 +1,99 @@
+"""Train a CIFAR-style ResNet (He et al. 2016, 6n+2 layers) with s4tf.TrainingLoop.
+
+    python examples/resnet_cifar.py                      # offline: the Shapes set, ResNet-20
+    python examples/resnet_cifar.py --data cifar10       # CIFAR-10 from --root or S4TF_DATA_DIR
+    python examples/resnet_cifar.py --depth 56 --backend xla
+    python examples/resnet_cifar.py --smoke              # a tiny run, for tests
+
+The offline default is :class:`s4tf.datasets.Shapes`: 32x32 colour pictures
+of eight kinds of shape drawn with pillow, deterministic by seed, so the run
+needs no network and learns something real. ``--data cifar10`` reads
+``cifar-10-python.tar.gz`` (or its extracted ``cifar-10-batches-py/``) from
+``--root`` and downloads it there when missing and online. The trained model is
+saved with ``s4tf.save`` and reloaded with ``s4tf.load(path)`` to check the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import s4tf
+from s4tf import datasets, models, optimizers
+
+_SETTINGS = {
+    # Shapes: ResNet-20 reaches > 90 % validation accuracy in 8 epochs.
+    "shapes": {"epochs": 8, "batch_size": 64, "learning_rate": 2e-3},
+    "cifar10": {"epochs": 30, "batch_size": 128, "learning_rate": 1e-3},
+}
+
+
+def parse_arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", choices=sorted(_SETTINGS), default="shapes",
+                        help="shapes (offline, drawn with pillow) or cifar10 (needs its files)")
+    parser.add_argument("--root", default=None, help="directory holding the CIFAR-10 files")
+    parser.add_argument("--depth", type=int, default=20, help="6n+2: 20, 32, 44, 56, 110, ...")
+    parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--backend", default=None, choices=("naive", "xla"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default="resnet.safetensors", help="where to save the model")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one epoch of 64 small pictures, for tests")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    arguments = parser.parse_args(argv)
+    for name, value in _SETTINGS[arguments.data].items():
+        if getattr(arguments, name) is None:
+            setattr(arguments, name, value)
+    if arguments.smoke:
+        arguments.epochs, arguments.batch_size = 1, 32
+    return arguments
+
+
+def load_data(arguments):
+    if arguments.data == "cifar10":
+        return datasets.CIFAR10(batch_size=arguments.batch_size, root=arguments.root,
+                                seed=arguments.seed)
+    if arguments.smoke:
+        return datasets.Shapes(batch_size=arguments.batch_size, training_size=64,
+                               validation_size=32, seed=arguments.seed)
+    return datasets.Shapes(batch_size=arguments.batch_size, seed=arguments.seed)
+
+
+def main(argv=None) -> float:
+    """Train, report and save; returns the final validation accuracy."""
+    arguments = parse_arguments(argv)
+    if arguments.backend:
+        s4tf.set_backend(arguments.backend)
+    s4tf.random.seed(arguments.seed)
+    data = load_data(arguments)
+    model = models.ResNet(depth=arguments.depth, classes=data.num_classes, stem="cifar")
+    print(f"{data}\nResNet-{arguments.depth} with {s4tf.parameter_count(model):,} parameters "
+          f"on the {s4tf.get_backend()} backend")
+
+    loop = s4tf.TrainingLoop(
+        training=data.training,
+        validation=data.validation,
+        optimizer=optimizers.Adam(model, learning_rate=arguments.learning_rate),
+        loss=s4tf.softmax_cross_entropy,
+        metrics=("loss", "accuracy"),
+        progress=not arguments.no_progress,
+    )
+    start = time.perf_counter()
+    model = loop.fit(model, epochs=arguments.epochs)
+    seconds = time.perf_counter() - start
+    accuracy = loop.history[-1]["val_accuracy"]
+    print(f"Final validation accuracy: {accuracy:.2%} "
+          f"({arguments.epochs} epochs in {seconds:.1f} s)")
+
+    s4tf.save(model, arguments.output)
+    reloaded = loop.evaluate(s4tf.load(arguments.output), data.validation)
+    print(f"Saved the model to {arguments.output} (reloaded: {reloaded['accuracy']:.2%} "
+          "validation accuracy)")
+    return accuracy
+
+
+if __name__ == "__main__":
+    main()
