@@ -28,6 +28,13 @@ def compute_dtype(layer):
 
     Layers without tensors of their own (pools, ``Sequential``, a model made of
     sub-layers) have none; their sub-layers decide.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.layers.layer import compute_dtype
+    >>> compute_dtype(s4tf.layers.Dense(2, 3, dtype=s4tf.bfloat16)), compute_dtype(s4tf.layers.Flatten())
+    (bfloat16, None)
     """
     for value in vars(layer).values():
         if isinstance(value, Tensor) and value.dtype.is_floating:

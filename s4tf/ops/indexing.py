@@ -49,7 +49,14 @@ class IndexRangeError(IndexError, ValueError):
 
 
 def checks_enabled() -> bool:
-    """Whether ``S4TF_CHECKS=1`` asks the lazy backend to check indices on the host."""
+    """Whether ``S4TF_CHECKS=1`` asks the lazy backend to check indices on the host.
+
+    Examples
+    --------
+    >>> from s4tf.ops.indexing import checks_enabled
+    >>> checks_enabled() in (True, False)
+    True
+    """
     return os.environ.get("S4TF_CHECKS", "").strip() not in ("", "0")
 
 

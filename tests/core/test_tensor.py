@@ -165,6 +165,8 @@ def test_numpy_can_never_be_made_writeable(backend, make):
             with pytest.raises(ValueError, match="read-only"):
                 level[...] = 0
         assert t.tolist() == before == alias.tolist(), route
+    with pytest.raises(TypeError):
+        memoryview(t)  # no buffer protocol: it would hand out the storage
     # A copy, and only a copy, is the user's own.
     mine = np.array(t)
     mine[...] = 0
