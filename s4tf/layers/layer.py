@@ -13,6 +13,7 @@ import functools
 import threading
 import typing
 
+from ..autodiff.tracer import is_float_like
 from ..differentiable import Differentiable, no_derivative
 from ..ops.elementwise import cast
 from ..ops.shapes import shape_of
@@ -44,9 +45,12 @@ def compute_dtype(layer):
 
 def _in_dtype(args, dtype):
     """``args`` with floating tensors cast to ``dtype`` (differentiable: cotangents go
-    back to each input in its own dtype)."""
+    back to each input in its own dtype). Python numbers, also differentiated ones,
+    stay weakly typed: they take the layer's dtype where they meet its tensors."""
     return tuple(
-        cast(a, dtype=dtype) if isinstance(a, Tensor) and a.dtype.is_floating and a.dtype != dtype
+        cast(a, dtype=dtype)
+        if isinstance(a, Tensor) and a.dtype.is_floating and a.dtype != dtype
+        and not (a._traced and is_float_like(a))
         else a
         for a in args
     )

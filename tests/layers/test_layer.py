@@ -207,3 +207,15 @@ def test_bfloat16_layers_differentiate_in_bfloat16(backend):
     grad_model, grad_x = s4tf.gradient(conv, x, of=lambda m, x: m(x).sum())
     assert (grad_model.filter.dtype, grad_model.bias.dtype) == (s4tf.bfloat16, s4tf.bfloat16)
     assert grad_x.dtype == s4tf.float32
+
+
+def test_a_differentiated_python_float_input_stays_weakly_typed():
+    class Scale(s4tf.Layer):
+        factor: s4tf.Tensor
+
+        def __call__(self, x):
+            return x * self.factor
+
+    layer = Scale(s4tf.Tensor([2.0]))
+    assert s4tf.gradient(3.0, of=lambda x: layer(x).sum()) == 2.0
+    assert s4tf.derivative(3.0, of=lambda x: layer(x).sum()).tolist() == 2.0
