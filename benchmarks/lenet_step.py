@@ -138,7 +138,8 @@ def run_s4tf(backend, images, labels, steps, warmup, optimizer=None):
     return result
 
 
-def run_jax(images, labels, steps, warmup, adam=False):
+def jax_forward(p, x):
+    """LeNet-5 in plain JAX over the parameters of SHAPES (NHWC, full float32 precision)."""
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -146,17 +147,23 @@ def run_jax(images, labels, steps, warmup, adam=False):
     highest = lax.Precision.HIGHEST
     dims = ("NHWC", "HWIO", "NHWC")
 
-    def forward(p, x):
-        x = jax.nn.relu(lax.conv_general_dilated(x, p["conv1"], (1, 1), "SAME", dimension_numbers=dims,
-                                                 precision=highest) + p["bias1"])
-        x = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4
-        x = jax.nn.relu(lax.conv_general_dilated(x, p["conv2"], (1, 1), "VALID", dimension_numbers=dims,
-                                                 precision=highest) + p["bias2"])
-        x = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4
-        x = x.reshape(x.shape[0], -1)
-        x = jax.nn.relu(jnp.dot(x, p["fc1"], precision=highest) + p["b3"])
-        x = jax.nn.relu(jnp.dot(x, p["fc2"], precision=highest) + p["b4"])
-        return jnp.dot(x, p["fc3"], precision=highest) + p["b5"]
+    x = jax.nn.relu(lax.conv_general_dilated(x, p["conv1"], (1, 1), "SAME", dimension_numbers=dims,
+                                             precision=highest) + p["bias1"])
+    x = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4
+    x = jax.nn.relu(lax.conv_general_dilated(x, p["conv2"], (1, 1), "VALID", dimension_numbers=dims,
+                                             precision=highest) + p["bias2"])
+    x = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4
+    x = x.reshape(x.shape[0], -1)
+    x = jax.nn.relu(jnp.dot(x, p["fc1"], precision=highest) + p["b3"])
+    x = jax.nn.relu(jnp.dot(x, p["fc2"], precision=highest) + p["b4"])
+    return jnp.dot(x, p["fc3"], precision=highest) + p["b5"]
+
+
+def run_jax(images, labels, steps, warmup, adam=False):
+    import jax
+    import jax.numpy as jnp
+
+    forward = jax_forward
 
     def loss_fn(p, x, y):
         return -(jax.nn.log_softmax(forward(p, x)) * y).sum(axis=1).mean()

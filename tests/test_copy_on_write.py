@@ -1,5 +1,6 @@
 """Aliasing suite: an old value is never seen changed; a sole owner is updated in place."""
 
+import call_shapes
 import numpy as np
 import pytest
 from aliasing_models import Inner, Net, assert_same, grad_of, make_net, snapshot, storage_ids
@@ -239,3 +240,79 @@ def test_random_aliasing_never_changes_an_observed_value(kinds, cls, steps, seed
             np.testing.assert_array_equal(got, want)
     for a, b in zip(snapshot(net), snapshot(twin), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# Call shapes (DESIGN 1.6): a model held by a list, a dict or an attribute stays valid and
+# unchanged unless the result is stored back into that very place; a plain name is consumed.
+
+
+def _expected(entry, cls, make, g):
+    if entry.startswith("update"):
+        return cls(make(), learning_rate=0.5).update(make(), g, consume=False)
+    return make().moved(along=g, consume=False)
+
+
+@pytest.mark.parametrize("scope", ["function", "module"])
+@pytest.mark.parametrize("entry", ["update", "update-keywords"])
+@pytest.mark.parametrize("shape", sorted(call_shapes.SHAPES))
+def test_each_call_shape_keeps_or_consumes_as_the_contract_says(shape, entry, scope):
+    make = lambda: make_net(3)  # noqa: E731
+    g = grad_of(make())
+    opt = optimizers.SGD(make(), learning_rate=0.5)
+    names = call_shapes.run(call_shapes.SHAPES[shape], entry, scope, False, make, opt, g)
+    call_shapes.check(call_shapes.SHAPES[shape], False, names,
+                      _expected(entry, optimizers.SGD, make, g))
+
+
+def test_a_list_item_passed_to_update_stays_usable_in_the_list():
+    models = [make_net()]
+    snap = snapshot(models[0])
+    opt = optimizers.SGD(models[0], learning_rate=0.5)
+    m = opt.update(models[0], grad_of(models[0]))
+    assert_same(models[0], snap)
+    assert not np.array_equal(snapshot(m)[0], snap[0])
+    table = {"m": make_net()}
+    m = opt.update(table["m"], grad_of(table["m"]))
+    assert_same(table["m"], snapshot(make_net()))
+
+
+def test_attribute_updated_into_another_name_keeps_the_holders_model():
+    trainer = Trainer()
+    snap = snapshot(trainer.model)
+    m = trainer.opt.update(trainer.model, grad_of(trainer.model))
+    assert_same(trainer.model, snap)
+    assert not s4tf.consumed.is_consumed(m)
+
+
+def test_an_item_updated_back_into_its_place_is_written_in_place():
+    models = [make_net()]
+    ids = storage_ids(models[0])
+    opt = optimizers.SGD(models[0], learning_rate=0.5)
+    models[0] = opt.update(models[0], grad_of(models[0]))
+    i = 0
+    models[i] = opt.update(models[i], grad_of(models[i]))
+    assert storage_ids(models[0]) == ids
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.sampled_from(sorted(call_shapes.SHAPES)),
+       entry=st.sampled_from(sorted(call_shapes.ENTRY_CALLS)),
+       scope=st.sampled_from(["function", "module"]), alias=st.booleans(),
+       cls=st.sampled_from([optimizers.SGD, optimizers.Adam]), seed=st.integers(0, 2**16))
+def test_random_call_shapes_never_leave_a_reachable_consumed_or_changed_model(
+        shape, entry, scope, alias, cls, seed):
+    make = lambda: make_net(seed)  # noqa: E731
+    g = grad_of(make())
+    opt = cls(make(), learning_rate=0.5)
+    names = call_shapes.run(call_shapes.SHAPES[shape], entry, scope, alias, make, opt, g)
+    call_shapes.check(call_shapes.SHAPES[shape], alias, names, _expected(entry, cls, make, g))
+
+
+def test_debug_names_the_call_site_that_forced_a_copy(monkeypatch, capsys):
+    monkeypatch.setenv("S4TF_DEBUG", "1")
+    models = [Inner(s4tf.zeros([300_000]), s4tf.zeros([2]))]
+    opt = optimizers.SGD(models[0])
+    m = opt.update(models[0], Inner.TangentVector(w=s4tf.ones([300_000]), b=s4tf.ones([2])))
+    err = capsys.readouterr().err
+    assert "SGD.update" in err and "passed as models[0]" in err
+    assert m.w.shape == (300_000,)

@@ -4,6 +4,7 @@ Every call is written inline, in the call shape a user writes: a helper that
 made the call for the test would itself be a second holder of the model.
 """
 
+import call_shapes
 import numpy as np
 import pytest
 from aliasing_models import Inner, Net, assert_same, grad_of, make_net, snapshot, storage_ids
@@ -242,3 +243,30 @@ def test_random_aliasing_never_changes_an_observed_value(kinds, steps, seed, met
         for got, expected in zip(_observe(alias), before, strict=True):
             np.testing.assert_array_equal(got, expected)
     assert_values(net, want)
+
+
+@pytest.mark.parametrize("scope", ["function", "module"])
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("shape", sorted(call_shapes.SHAPES))
+def test_each_call_shape_keeps_or_consumes_as_the_contract_says(shape, entry, scope):
+    make = lambda: make_net(5)  # noqa: E731
+    g = grad_of(make())
+    names = call_shapes.run(call_shapes.SHAPES[shape], entry, scope, False, make, None, g)
+    call_shapes.check(call_shapes.SHAPES[shape], False, names,
+                      make().moved(along=g, consume=False))
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_model_moved_out_of_a_list_or_an_attribute_stays_there(entry):
+    models, holder = [make_net()], call_shapes.Holder()
+    holder.model = make_net(1)
+    snaps = snapshot(models[0]), snapshot(holder.model)
+    g = grad_of(models[0])
+    if entry == "method":
+        a, b = models[0].moved(along=g), holder.model.moved(along=g)
+    else:
+        a, b = s4tf.moved(models[0], along=g), s4tf.moved(holder.model, along=g)
+    assert_same(models[0], snaps[0])
+    assert_same(holder.model, snaps[1])
+    assert_values(a, [x + 1 for x in snaps[0]])
+    assert_values(b, [x + 1 for x in snaps[1]])

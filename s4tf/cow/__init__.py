@@ -7,7 +7,10 @@ still see is copied and stays exactly as it was. ``calibration`` measures the
 counts that mean "only one owner" for this interpreter, ``walk`` checks every
 object on the path to each buffer and rebuilds the new value, ``holders``
 explains copies under ``S4TF_DEBUG=1``, ``frames`` finds the names that
-borrowed references hide (CPython 3.14+), and ``update`` runs one update for
+borrowed references hide (CPython 3.14+), ``callsite`` reads the caller's
+bytecode to tell ``model = opt.update(model, g)`` from ``m =
+opt.update(models[0], g)`` (the list keeps its model: copy), ``interrupts``
+holds Ctrl-C back until an update is over, and ``update`` runs one update for
 every entry point.
 """
 

@@ -4,9 +4,11 @@
 ``value.moved(along=)`` differ only in what they write into each leaf. Each
 measures its argument's reference count on its first line (before any other
 local refers to it) and hands the rest to :func:`update`: decide whether the
-caller held the only reference, find which buffers nobody else can see,
-consume the old root if it is unique, produce every new leaf (in place where
-allowed), and rebuild the new value.
+caller held the only reference (the count) and passed it in a way that leaves
+no other holder (the call site, :mod:`.callsite`), find which buffers nobody
+else can see, consume the old root if it is unique, produce every new leaf (in
+place where allowed), and rebuild the new value. Ctrl-C waits until the update
+is over (:mod:`.interrupts`).
 """
 
 from __future__ import annotations
@@ -14,28 +16,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..autodiff.diagnostics import user_location
-from ..consumed import can_consume
+from ..consumed import can_consume, restore
 from ..consumed import consume as consume_value
 from ..differentiable import Differentiable
 from ..tensor import Tensor
+from . import callsite
 from .calibration import RootBaseline, in_place_supported, mode
 from .holders import debug_enabled, report_copy
+from .interrupts import InterruptsDeferred
 from .walk import analyze, rebuild, rebuild_consumed
 
 __all__ = ["copy_reason", "root_is_unique", "update"]
 
 
 def root_is_unique(value, count: int, baseline: RootBaseline | None, consume: bool,
-                   caller) -> bool:
-    """Whether an entry point may consume ``value``, given the count it measured.
+                   caller, entry: callsite.Entry) -> bool:
+    """Whether entry point ``entry`` may consume ``value``, given the count it measured.
 
-    ``caller`` is the frame that called the entry point.
+    ``caller`` is the frame that called the entry point: the count must show
+    that its one reference is the only one, and the call site must pass it in
+    a way that leaves no other holder (:func:`s4tf.cow.callsite.may_consume`).
 
     Examples
     --------
     >>> import sys
-    >>> from s4tf.cow import root_is_unique
-    >>> root_is_unique([1.0], count=3, baseline=None, consume=True, caller=sys._getframe())
+    >>> from s4tf.cow import callsite, root_is_unique
+    >>> root_is_unique([1.0], count=3, baseline=None, consume=True, caller=sys._getframe(),
+    ...                entry=callsite.UPDATE)
     False
     """
     return (
@@ -46,11 +53,16 @@ def root_is_unique(value, count: int, baseline: RootBaseline | None, consume: bo
         and mode() == "auto"
         and in_place_supported()
         and baseline.allows(value, count, caller)
+        and callsite.may_consume(caller, entry)
     )
 
 
-def copy_reason(value, baseline: RootBaseline | None, consume: bool) -> str | None:
-    """Why an update copies regardless of who holds ``value``; ``None`` if holders decide."""
+def copy_reason(value, baseline: RootBaseline | None, consume: bool, caller=None,
+                entry: callsite.Entry | None = None) -> str | None:
+    """Why an update copies regardless of who holds ``value``; ``None`` if holders decide.
+
+    With ``caller`` and ``entry``, a call site that must not consume is a reason too.
+    """
     if not consume:
         return "consume=False was passed"
     if mode() != "auto":
@@ -62,43 +74,77 @@ def copy_reason(value, baseline: RootBaseline | None, consume: bool) -> str | No
     if not (isinstance(value, Differentiable) and can_consume(value)):
         return (f"a {type(value).__name__} cannot be consumed; only s4tf.Differentiable models "
                 "are updated in place")
+    if caller is not None and entry is not None:
+        found = callsite.verdict(caller.f_code, caller.f_lasti, entry)
+        if not found.consume:
+            return f"the model was passed {found.passed}"
     return None
 
 
 def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_leaf, what: str,
-           caller):
+           caller, entry: callsite.Entry, commit=None):
     """``value`` with every leaf replaced by ``new_leaf(i, leaf, in_place)``.
 
-    The entry point measured ``count`` with ``sys.getrefcount(value)`` on its
-    first line; ``caller`` is the frame that called the entry point. ``new_leaf`` gets each leaf
-    in ``tree_flatten(value, differentiable=True)`` order and may write into
-    the leaf's storage only when ``in_place`` is true; by then the old root has
-    been consumed if it was unique. Anything the entry point must validate, it
-    validates before calling this.
+    The entry point ``entry`` measured ``count`` with ``sys.getrefcount(value)``
+    on its first line; ``caller`` is the frame that called it. ``new_leaf`` gets
+    each leaf in ``tree_flatten(value, differentiable=True)`` order and may
+    write into the leaf's storage only when ``in_place`` is true; by then the
+    old root has been consumed if it was unique. Anything the entry point must
+    validate, it validates before calling this.
+
+    ``commit`` (optional) makes the entry point's own state changes take
+    effect (the optimizer's step and slots): it is called once every leaf is
+    done, unless the update is abandoned with ``value`` untouched. A Ctrl-C
+    during the update is held back until the update is over; then a copying
+    update is abandoned (``value`` and the entry point's state stay as they
+    were), while an in-place update is finished, committed, and ``value``
+    itself becomes the updated value (the caller's name, which the
+    interrupted assignment never rebound, holds it), before the
+    ``KeyboardInterrupt`` is raised.
 
     Examples
     --------
     >>> import sys, s4tf
     >>> from s4tf import cow
+    >>> from s4tf.cow import callsite
     >>> cow.update([s4tf.ones([2])], sys.getrefcount(None), None, True,
-    ...            lambda i, leaf, in_place: leaf * 2, "example", sys._getframe())[0].tolist()
+    ...            lambda i, leaf, in_place: leaf * 2, "example", sys._getframe(),
+    ...            callsite.MOVED)[0].tolist()
     [2.0, 2.0]
     """
-    root_unique = root_is_unique(value, count, baseline, consume, caller)
+    root_unique = root_is_unique(value, count, baseline, consume, caller, entry)
     found = analyze(value, root_unique)
     debug = debug_enabled()
     # Finding the user's line walks the stack: only for a consumed value or a report.
     location = user_location() if root_unique or debug else None
     cls = type(value)
-    fields = consume_value(value, location) if root_unique else None
-    leaves = [new_leaf(i, leaf, in_place)
-              for i, (leaf, in_place) in enumerate(zip(found.leaves, found.in_place, strict=True))]
-    if fields is not None:
-        new = rebuild_consumed(cls, fields, iter(leaves), found)
-    else:
-        new = rebuild(value, iter(leaves), found)
+    fields = None
+    with InterruptsDeferred() as interrupt:
+        if root_unique:
+            fields = consume_value(value, location, what)
+        leaves = [new_leaf(i, leaf, in_place) for i, (leaf, in_place)
+                  in enumerate(zip(found.leaves, found.in_place, strict=True))]
+        if fields is not None:
+            new = rebuild_consumed(cls, fields, iter(leaves), found)
+        else:
+            new = rebuild(value, iter(leaves), found)
+        if root_unique:
+            # Written in place: the update stands, interrupted or not.
+            if commit is not None:
+                commit()
+            if interrupt.pending:
+                try:
+                    interrupt.deliver()
+                except BaseException:
+                    restore(value, new)  # the caller's name holds the finished update
+                    raise
+        else:
+            # A copy: an interrupt that raises abandons it before anything is committed.
+            interrupt.deliver()
+            if commit is not None:
+                commit()
     if debug and not all(found.in_place):
-        reason = None if root_unique else copy_reason(value, baseline, consume)
+        reason = None if root_unique else copy_reason(value, baseline, consume, caller, entry)
         blocker = found.blocker
         if not root_unique and reason is None:
             blocker = value  # someone else holds the value itself

@@ -16,7 +16,7 @@ from ..differentiable import Differentiable, _is_zero
 from ..differentiable import moved as moved_function
 from ..tensor import Tensor
 from ..tree import tree_flatten
-from . import calibration
+from . import calibration, callsite
 from .engine import update
 
 __all__ = ["moved"]
@@ -53,8 +53,10 @@ def moved(value, along, count: int, caller, *, method: bool, consume: bool = Tru
             return leaf
         return leaf + tangent
 
-    baseline = _METHOD if method else _FUNCTION
-    return update(value, count, baseline, consume, new_leaf, "moved", caller)
+    if method:
+        return update(value, count, _METHOD, consume, new_leaf, "moved", caller,
+                      callsite.MOVED_METHOD)
+    return update(value, count, _FUNCTION, consume, new_leaf, "moved", caller, callsite.MOVED)
 
 
 def _tangents(value, along) -> list:

@@ -62,7 +62,7 @@ class Dropout(Layer):
         self.probability = probability
 
     def __call__(self, input):
-        if not layer_is_training(self, input) or self.probability == 0.0:
+        if self.probability == 0.0 or not layer_is_training(self, input):
             return input
         return input * _keep_mask(input, self.probability) * (1.0 / (1.0 - self.probability))
 
@@ -139,7 +139,7 @@ class AlphaDropout(Layer):
 
     def __call__(self, input):
         p = self.probability
-        if not layer_is_training(self, input) or p == 0.0:
+        if p == 0.0 or not layer_is_training(self, input):
             return input
         keep = _keep_mask(input, p)
         a = ((1.0 - p) * (1.0 + p * _ALPHA_PRIME ** 2)) ** -0.5

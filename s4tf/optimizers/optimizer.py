@@ -22,7 +22,7 @@ import typing
 import numpy as np
 
 from .. import cow
-from ..cow import calibration
+from ..cow import calibration, callsite
 from ..differentiable import Differentiable
 from ..tensor import Tensor
 from ..tree import tree_flatten
@@ -109,6 +109,15 @@ class Optimizer:
         Writes parameter buffers in place when nothing but ``model`` refers to
         them, and then consumes the old model object (later uses raise
         :class:`s4tf.ConsumedValueError`); copies whatever anyone else can see.
+        A model passed from a list, a dict or an attribute is copied (the
+        holder keeps it, valid and unchanged) unless the result is stored back
+        into that very place (``models[i] = opt.update(models[i], g)``).
+
+        A copying update changes nothing if it fails: an exception from
+        :meth:`update_parameter` or a Ctrl-C leaves the step count and the
+        slots as they were, so a retry gives the numbers of one clean update.
+        Ctrl-C during an in-place update is raised once the update is over,
+        with ``model`` holding the updated value.
 
         Parameters
         ----------
@@ -135,14 +144,29 @@ class Optimizer:
         if calibration.probing is not None:
             calibration.record_probe(model, count, sys._getframe(1))
         grad_arrays = self._gradients(model, grads)
-        self.step += 1
-        constants = self.step_constants(self.step)
+        # The rule and step_constants see the new step, as S4TF's do; the new
+        # slots take effect only at commit, so an abandoned update changes nothing.
+        old_step, pending, committed = self.step, {}, []
 
         def new_leaf(i, leaf, in_place):
-            return self._apply(i, leaf, grad_arrays[i], in_place, constants)
+            new, pending[i] = self._apply(i, leaf, grad_arrays[i], in_place, constants)
+            return new
 
-        return cow.update(model, count, _ROOT_BASELINE, consume, new_leaf,
-                          f"{type(self).__name__}.update", sys._getframe(1))
+        def commit():
+            for i, slots in pending.items():
+                self._state[i] = slots
+            committed.append(True)
+
+        try:
+            self.step = old_step + 1
+            constants = self.step_constants(self.step)
+            return cow.update(model, count, _ROOT_BASELINE, consume, new_leaf,
+                              f"{type(self).__name__}.update", sys._getframe(1), callsite.UPDATE,
+                              commit)
+        except BaseException:
+            if not committed:
+                self.step = old_step
+            raise
 
     def _gradients(self, model, grads) -> list:
         """Every leaf's gradient, checked before anything is written.
@@ -176,7 +200,10 @@ class Optimizer:
                 for leaf, grad, dtype in zip(leaves, checked, self._dtypes, strict=True)]
 
     def _slots(self, i: int, backend) -> dict:
-        """Parameter ``i``'s state slots as Tensors on ``backend``, made or moved there."""
+        """Parameter ``i``'s state slots as Tensors on ``backend``, made or moved there.
+
+        Nothing is stored: the update commits the slots it used once it is done.
+        """
         slots = self._state[i]
         names = self.state_names
         if slots is None or slots.keys() != set(names):
@@ -190,28 +217,37 @@ class Optimizer:
             # The model moved to another backend after the optimizer was made.
             slots = {name: t if t._backend is backend else t.to(backend.name)
                      for name, t in slots.items()}
-        self._state[i] = slots
         return slots
 
     def _apply(self, i, leaf, grad, in_place, constants):
+        """The new leaf ``i`` and the slots to commit for it.
+
+        A leaf written in place writes its slots in place too (its model is
+        consumed: there is nothing to go back to). Otherwise the rule runs on
+        copies of the parameter and of the slots, so that the old ones stay as
+        they were until the update commits.
+        """
         if isinstance(leaf, float):
-            slots = self._slots(i, _host_backend())
-            state = {name: t._data for name, t in slots.items()}
+            host = _host_backend()
+            state = {name: np.array(t._data, copy=True) for name, t in self._slots(i, host).items()}
             param = np.array(leaf, np.float64)
             self.update_parameter(param, grad, state, constants)
-            return float(param)
+            return float(param), {name: Tensor._wrap(a, host) for name, a in state.items()}
         backend = leaf._backend
         slots = self._slots(i, backend)
         if backend.supports_inplace:
             # Eager backends (NumPy, CuPy) run the rule on their own arrays: both
             # speak NumPy's ufunc and array-function protocols.
-            state = {name: t._data for name, t in slots.items()}
             if in_place:
+                state = {name: t._data for name, t in slots.items()}
                 self.update_parameter(leaf._data, grad._data, state, constants)
-                return leaf
-            param = backend.xp.array(leaf._data, copy=True)
+                return leaf, slots
+            xp = backend.xp
+            state = {name: xp.array(t._data, copy=True) for name, t in slots.items()}
+            param = xp.array(leaf._data, copy=True)
             self.update_parameter(param, grad._data, state, constants)
-            return Tensor._wrap(param, backend)
+            return (Tensor._wrap(param, backend),
+                    {name: Tensor._wrap(a, backend) for name, a in state.items()})
         # The lazy backend: the rule records new values; the old tensors are
         # never written, so whoever still holds them keeps their values, and
         # buffers nobody holds are donated at the next barrier.
@@ -220,8 +256,8 @@ class Optimizer:
         self.update_parameter(param, TensorBuffer(grad), state, constants)
         # Under a distribution strategy the new values keep the parameter's layout
         # (slots follow their parameter); elsewhere this changes nothing.
-        self._state[i] = {name: _follow(buffer.tensor, leaf) for name, buffer in state.items()}
-        return _follow(param.tensor, leaf)
+        return (_follow(param.tensor, leaf),
+                {name: _follow(buffer.tensor, leaf) for name, buffer in state.items()})
 
     # Saving and restoring.
     def state_dict(self) -> dict:
