@@ -5,16 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dtypes
+from ._sizes import shape as _shape
+from ._sizes import size as _size
 from .backends.base import current_backend, get_backend_object
 from .tensor import Tensor
 
 __all__ = ["arange", "eye", "full", "ones", "ones_like", "zeros", "zeros_like"]
-
-
-def _shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, int | np.integer):
-        return (int(shape),)
-    return tuple(int(n) for n in shape)
 
 
 def _from_numpy(array: np.ndarray, dtype, backend=None) -> Tensor:
@@ -31,8 +27,12 @@ def full(shape, value, dtype=None) -> Tensor:
     >>> s4tf.full([2], 7.0).tolist()
     [7.0, 7.0]
     """
+    return _full(_shape(shape, "full"), value, dtype)
+
+
+def _full(shape: tuple[int, ...], value, dtype) -> Tensor:
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.as_dtype(type(value))
-    return _from_numpy(np.full(_shape(shape), value, dtype=dtype.numpy), dtype)
+    return _from_numpy(np.full(shape, value, dtype=dtype.numpy), dtype)
 
 
 def zeros(shape, dtype=_dtypes.float32) -> Tensor:
@@ -44,7 +44,7 @@ def zeros(shape, dtype=_dtypes.float32) -> Tensor:
     >>> s4tf.zeros([2, 3]).shape
     (2, 3)
     """
-    return full(shape, 0, _dtypes.as_dtype(dtype))
+    return _full(_shape(shape, "zeros"), 0, _dtypes.as_dtype(dtype))
 
 
 def ones(shape, dtype=_dtypes.float32) -> Tensor:
@@ -56,7 +56,7 @@ def ones(shape, dtype=_dtypes.float32) -> Tensor:
     >>> s4tf.ones([2]).tolist()
     [1.0, 1.0]
     """
-    return full(shape, 1, _dtypes.as_dtype(dtype))
+    return _full(_shape(shape, "ones"), 1, _dtypes.as_dtype(dtype))
 
 
 def _like(t, value, dtype):
@@ -119,4 +119,6 @@ def eye(n: int, m: int | None = None, dtype=_dtypes.float32) -> Tensor:
     [[1.0, 0.0], [0.0, 1.0]]
     """
     dtype = _dtypes.as_dtype(dtype)
+    n = _size(n, "n", "eye", 0)
+    m = None if m is None else _size(m, "m", "eye", 0)
     return _from_numpy(np.eye(n, m, dtype=dtype.numpy), dtype)

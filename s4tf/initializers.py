@@ -17,7 +17,8 @@ import numpy as np
 
 from . import dtypes as _dtypes
 from . import random as _random
-from .creation import _from_numpy, _shape
+from ._sizes import shape as _shape
+from .creation import _from_numpy
 from .tensor import Tensor
 
 __all__ = [
@@ -57,7 +58,6 @@ def _truncated(shape, stddev, mean, seed) -> np.ndarray:
 
 
 def _uniform(limit, shape, dtype, seed) -> Tensor:
-    shape = _shape(shape)
     return _tensor(_random.generator(seed).uniform(-limit, limit, size=shape), dtype)
 
 
@@ -71,7 +71,8 @@ def glorot_uniform(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> bool(abs(w).max() <= (6 / 500) ** 0.5)
     True
     """
-    fan_in, fan_out = _fans(_shape(shape))
+    shape = _shape(shape, "glorot_uniform")
+    fan_in, fan_out = _fans(shape)
     return _uniform(math.sqrt(6.0 / (fan_in + fan_out)), shape, dtype, seed)
 
 
@@ -84,7 +85,7 @@ def glorot_normal(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> s4tf.initializers.glorot_normal([3, 4], seed=0).shape
     (3, 4)
     """
-    shape = _shape(shape)
+    shape = _shape(shape, "glorot_normal")
     fan_in, fan_out = _fans(shape)
     stddev = math.sqrt(2.0 / (fan_in + fan_out)) / _TRUNCATED_STDDEV
     return _tensor(_truncated(shape, stddev, 0.0, seed), dtype)
@@ -99,7 +100,8 @@ def he_uniform(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> s4tf.initializers.he_uniform([3, 3, 8, 16], seed=0).shape
     (3, 3, 8, 16)
     """
-    fan_in, _ = _fans(_shape(shape))
+    shape = _shape(shape, "he_uniform")
+    fan_in, _ = _fans(shape)
     return _uniform(math.sqrt(6.0 / fan_in), shape, dtype, seed)
 
 
@@ -112,7 +114,7 @@ def he_normal(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> s4tf.initializers.he_normal([4, 2], seed=0).shape
     (4, 2)
     """
-    shape = _shape(shape)
+    shape = _shape(shape, "he_normal")
     fan_in, _ = _fans(shape)
     return _tensor(_truncated(shape, math.sqrt(2.0 / fan_in) / _TRUNCATED_STDDEV, 0.0, seed), dtype)
 
@@ -126,7 +128,8 @@ def lecun_uniform(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> s4tf.initializers.lecun_uniform([4, 2], seed=0).dtype
     float32
     """
-    fan_in, _ = _fans(_shape(shape))
+    shape = _shape(shape, "lecun_uniform")
+    fan_in, _ = _fans(shape)
     return _uniform(math.sqrt(3.0 / fan_in), shape, dtype, seed)
 
 
@@ -139,7 +142,7 @@ def lecun_normal(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> s4tf.initializers.lecun_normal([4, 2], dtype=s4tf.float64, seed=0).dtype
     float64
     """
-    shape = _shape(shape)
+    shape = _shape(shape, "lecun_normal")
     fan_in, _ = _fans(shape)
     return _tensor(_truncated(shape, math.sqrt(1.0 / fan_in) / _TRUNCATED_STDDEV, 0.0, seed), dtype)
 
@@ -154,7 +157,7 @@ def truncated_normal(shape, dtype=_dtypes.float32, seed=None, mean=0.0, stddev=1
     >>> bool(abs(t).max() <= 2.0)
     True
     """
-    return _tensor(_truncated(_shape(shape), stddev, mean, seed), dtype)
+    return _tensor(_truncated(_shape(shape, "truncated_normal"), stddev, mean, seed), dtype)
 
 
 def orthogonal(shape, dtype=_dtypes.float32, seed=None, gain=1.0) -> Tensor:
@@ -170,7 +173,7 @@ def orthogonal(shape, dtype=_dtypes.float32, seed=None, gain=1.0) -> Tensor:
     >>> bool(np.allclose(q.T @ q, np.eye(4)))
     True
     """
-    shape = _shape(shape)
+    shape = _shape(shape, "orthogonal")
     if len(shape) < 2:
         raise ValueError(
             f"orthogonal: needs a shape of rank >= 2, got {shape}; use e.g. (fan_in, fan_out)."
@@ -194,7 +197,7 @@ def zeros(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> s4tf.initializers.zeros([2]).tolist()
     [0.0, 0.0]
     """
-    return _tensor(np.zeros(_shape(shape)), dtype)
+    return _tensor(np.zeros(_shape(shape, "zeros")), dtype)
 
 
 def ones(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
@@ -206,7 +209,7 @@ def ones(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
     >>> s4tf.initializers.ones([2]).tolist()
     [1.0, 1.0]
     """
-    return _tensor(np.ones(_shape(shape)), dtype)
+    return _tensor(np.ones(_shape(shape, "ones")), dtype)
 
 
 def constant(value):
@@ -219,7 +222,7 @@ def constant(value):
     [0.5, 0.5]
     """
     def initializer(shape, dtype=_dtypes.float32, seed=None) -> Tensor:
-        return _tensor(np.full(_shape(shape), value, dtype=np.float64), dtype)
+        return _tensor(np.full(_shape(shape, "constant"), value, dtype=np.float64), dtype)
 
     initializer.__name__ = f"constant({value!r})"
     return initializer

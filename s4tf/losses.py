@@ -20,11 +20,11 @@ from .ops import (
     maximum,
     mean,
     minimum,
-    one_hot,
     sqrt,
     sum,
     where,
 )
+from .ops.indexing import encode_one_hot
 from .ops.shapes import shape_of
 from .tensor import Tensor
 
@@ -308,6 +308,13 @@ def softmax_cross_entropy(*, logits, labels, reduction: str = "mean"):
     Uses ``log_softmax`` (shifted by the row maximum), so logits around 1e4
     give exact, finite losses and gradients.
 
+    An int label outside ``[0, classes)`` (-1 included) is an error, never a
+    sample that silently counts zero: eager backends raise an ``IndexError``
+    (also a ``ValueError``) naming it; on the lazy xla backend, which cannot
+    read labels without running the graph, the loss of that sample is NaN (and
+    so is a mean over it). ``S4TF_CHECKS=1`` makes the lazy backend check on
+    the host and raise too.
+
     Examples
     --------
     >>> import s4tf
@@ -327,7 +334,10 @@ def softmax_cross_entropy(*, logits, labels, reduction: str = "mean"):
                 f"{logits_shape[:-1]}, got {labels.shape}. Pass one class index per sample "
                 "(or probabilities of the logits' shape)."
             )
-        targets = one_hot(labels, logits_shape[-1], dtype=log_probabilities.dtype)
+        classes = logits_shape[-1]
+        targets = encode_one_hot(
+            labels, classes, log_probabilities.dtype, low=0, owner="softmax_cross_entropy",
+            what="int labels", hint=f"Pass one class index in 0..{classes - 1} per sample.")
     else:
         _check_shapes("softmax_cross_entropy", "logits", "labels (probabilities)", logits, labels)
         targets = labels

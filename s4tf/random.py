@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dtypes
-from .creation import _from_numpy, _shape
+from ._sizes import shape as _shape
+from .creation import _from_numpy
 from .tensor import Tensor
 
 __all__ = ["generator", "get_state", "normal", "randint", "seed", "set_state", "uniform"]
@@ -57,7 +58,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None) -> Ten
     (2, 3)
     """
     dtype = _dtypes.as_dtype(dtype)
-    values = generator(seed).normal(mean, stddev, size=_shape(shape))
+    values = generator(seed).normal(mean, stddev, size=_shape(shape, "normal"))
     return _from_numpy(values.astype(dtype.numpy), dtype)
 
 
@@ -71,7 +72,7 @@ def uniform(shape, low=0.0, high=1.0, dtype=_dtypes.float32, seed=None) -> Tenso
     True
     """
     dtype = _dtypes.as_dtype(dtype)
-    values = generator(seed).uniform(low, high, size=_shape(shape))
+    values = generator(seed).uniform(low, high, size=_shape(shape, "uniform"))
     return _from_numpy(values.astype(dtype.numpy), dtype)
 
 
@@ -87,5 +88,5 @@ def randint(low, high=None, shape=(), dtype=_dtypes.int32, seed=None) -> Tensor:
     if high is None:
         low, high = 0, low
     dtype = _dtypes.as_dtype(dtype)
-    values = generator(seed).integers(low, high, size=_shape(shape))
+    values = generator(seed).integers(low, high, size=_shape(shape, "randint"))
     return _from_numpy(values.astype(dtype.numpy), dtype)

@@ -45,6 +45,53 @@ def _infer_dtype(data) -> _dtypes.DType:
     )
 
 
+def _read_only(host: np.ndarray) -> np.ndarray:
+    """A view of ``host`` that can never be made writeable, without copying it.
+
+    NumPy lets anyone set ``writeable = True`` on a view whose memory owner is
+    writeable. A view through a read-only memoryview has no writeable owner, so
+    NumPy refuses. The memoryview sees ``host`` as unsigned ints of its item size
+    (raw bytes for other sizes, which NumPy parses ~20x slower), since the buffer
+    protocol cannot describe every dtype (bfloat16).
+    """
+    size = host.dtype.itemsize
+    raw = host.view(np.dtype(f"u{size}" if size in (1, 2, 4, 8) else f"V{size}"))
+    return np.asarray(memoryview(raw).toreadonly()).view(host.dtype)
+
+
+def _traced_tensor(data, dtype) -> Tensor:
+    """``Tensor(data, dtype)`` for a value being differentiated (or a list holding some).
+
+    The result is the value itself, cast when ``dtype`` asks for another one
+    (differentiable between floating dtypes), or the elements stacked.
+    """
+    if isinstance(data, list | tuple):
+        if dtype is None:
+            dtype = _first_dtype(data)
+        return _ops.stack([Tensor(x, dtype) for x in data])
+    from .autodiff.tracer import is_float_like
+
+    if is_float_like(data):
+        # A Python float being differentiated: like Tensor(1.5), a float32 scalar.
+        target = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.float32
+        data = _ops.mul(data, Tensor(1.0, target if target.is_floating else _dtypes.float32))
+    if dtype is not None and _dtypes.as_dtype(dtype) != data.dtype:
+        return _ops.cast(data, dtype=_dtypes.as_dtype(dtype))
+    return data
+
+
+def _first_dtype(data) -> _dtypes.DType:
+    """The dtype a list gets from its first element (a tracer of a float: float32)."""
+    first = data
+    while isinstance(first, list | tuple) and first:
+        first = first[0]
+    if isinstance(first, Tensor) and first._traced:
+        from .autodiff.tracer import is_float_like
+
+        return _dtypes.float32 if is_float_like(first) else first.dtype
+    return _infer_dtype(data)
+
+
 class Tensor:
     """An n-dimensional array with value semantics, on one backend.
 
@@ -67,20 +114,37 @@ class Tensor:
 
     __slots__ = ("_data", "_backend", "__weakref__")
     __array_priority__ = 1000
+    _traced = False  # True on autodiff's Tracer subclasses
 
-    def __init__(self, data, dtype=None) -> None:
-        backend = current_backend()
+    # Construction is in __new__ so that a value being differentiated can come back
+    # as itself (a tracer), as jnp.asarray does: Tensor(x) stays differentiable.
+    def __new__(cls, data, dtype=None):
         if isinstance(data, Tensor):
+            if data._traced:
+                return _traced_tensor(data, dtype)
             source = data.numpy()
             dtype = _dtypes.as_dtype(dtype) if dtype is not None else data.dtype
             backend = data._backend
         else:
-            dtype = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-            if isinstance(data, list | tuple):
-                data = [x.numpy() if isinstance(x, Tensor) else x for x in data]
-            source = data
+            backend = current_backend()
+            try:
+                dtype = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+                if isinstance(data, list | tuple):
+                    source = [x.numpy() if isinstance(x, Tensor) else x for x in data]
+                    source = np.asarray(source, dtype=dtype.numpy)
+                else:
+                    source = data
+            except TypeError as error:
+                from .autodiff.diagnostics import NonDifferentiableError
+
+                if not isinstance(error, NonDifferentiableError):
+                    raise
+                # A list holding values being differentiated: stack them, differentiably.
+                return _traced_tensor(data, dtype)
+        self = object.__new__(cls)
         self._data = backend.asarray(np.asarray(source, dtype=dtype.numpy), dtype)
         self._backend = backend
+        return self
 
     @classmethod
     def _wrap(cls, data, backend) -> Tensor:
@@ -138,22 +202,31 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """A read-only NumPy array of the values (waits for pending lazy work).
 
+        It may share memory with the tensor, so it can never be made writeable:
+        ``a.flags.writeable = True`` raises, as for any view of read-only memory.
+
         Examples
         --------
         >>> import s4tf
         >>> s4tf.Tensor([1, 2]).numpy()
         array([1, 2], dtype=int32)
         """
-        host = np.asarray(self._backend.to_numpy(self._data))
-        view = host.view()
-        view.flags.writeable = False
-        return view
+        return _read_only(self._host())
+
+    def _host(self) -> np.ndarray:
+        """The host array, possibly the storage itself: for reads that never hand it out."""
+        return np.asarray(self._backend.to_numpy(self._data))
 
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()
         if dtype is not None:
             array = array.astype(dtype)
         return array.copy() if copy else array
+
+    def __array_function__(self, func, types, args, kwargs):
+        # NumPy functions meeting a tensor: reductions with s4tf equivalents answer
+        # with a Tensor; every other function sees read-only NumPy arrays, as before.
+        return _numpy_functions.call(func, args, kwargs)
 
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
@@ -162,11 +235,11 @@ class Tensor:
                 f"item() needs a tensor with one element; this one has shape {self.shape}. "
                 "Index it first, e.g. t[0].item(), or use tolist()."
             )
-        return self.numpy().reshape(()).item()
+        return self._host().reshape(()).item()
 
     def tolist(self):
         """The values as nested Python lists."""
-        return self.numpy().tolist()
+        return self._host().tolist()
 
     def __float__(self) -> float:
         return float(self.item())
@@ -391,6 +464,7 @@ class Tensor:
         return value
 
 
+from . import _numpy_functions  # noqa: E402  (needs the op library, built on this class)
 from . import ops as _ops  # noqa: E402  (the op library is built on this class)
 
 # The arithmetic operators' hot path skips the generic argument handling.

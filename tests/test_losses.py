@@ -126,3 +126,31 @@ def test_errors_name_the_problem():
         s4tf.mean_squared_error(predicted=_t(P), expected=_t(E[0]))
     with pytest.raises(ValueError, match=r"int labels must have shape .*\(4,\), got \(4, 1\)"):
         s4tf.softmax_cross_entropy(logits=_t(P), labels=s4tf.Tensor([[0], [1], [2], [0]]))
+
+
+# Issue 10, item 5: an int label outside [0, classes) is never a finite, plausible loss.
+@pytest.mark.parametrize("bad", [-1, 3])
+def test_softmax_cross_entropy_rejects_labels_out_of_range(backend, bad):
+    logits = s4tf.Tensor([[1.0, 2.0, 3.0], [1.0, 0.0, -1.0]])
+    labels = s4tf.Tensor([2, bad])
+    if backend != "xla":
+        message = (rf"softmax_cross_entropy: int labels must lie in \[0, 3\), got values from "
+                   rf"{min(2, bad)} to {max(2, bad)}\. Pass one class index in 0..2 per sample")
+        for error in (IndexError, ValueError):
+            with pytest.raises(error, match=message):
+                s4tf.softmax_cross_entropy(logits=logits, labels=labels)
+        return
+    # The lazy backend cannot read the labels without running the graph: NaN, documented.
+    per_sample = s4tf.softmax_cross_entropy(logits=logits, labels=labels, reduction="none").numpy()
+    assert np.isfinite(per_sample[0]) and np.isnan(per_sample[1])
+    assert np.isnan(s4tf.softmax_cross_entropy(logits=logits, labels=labels).item())
+    grad = s4tf.gradient(logits, of=lambda l: s4tf.softmax_cross_entropy(logits=l, labels=labels))
+    assert np.isnan(grad.numpy()[1]).all()
+
+
+def test_softmax_cross_entropy_checks_labels_on_the_lazy_backend_in_checked_mode(monkeypatch):
+    pytest.importorskip("jax")
+    monkeypatch.setenv("S4TF_CHECKS", "1")
+    with s4tf.backend("xla"):
+        with pytest.raises(IndexError, match=r"int labels must lie in \[0, 2\), got values from -1"):
+            s4tf.softmax_cross_entropy(logits=s4tf.ones([2, 2]), labels=s4tf.Tensor([-1, 1]))

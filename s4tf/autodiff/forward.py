@@ -9,16 +9,21 @@ from .tracer import Trace, Tracer
 
 __all__ = ["ForwardTrace", "ForwardTracer"]
 
+_new = object.__new__
+
 
 class ForwardTracer(Tracer):
     """A value with its tangent, at one level of forward-mode differentiation."""
 
     __slots__ = ("_tangent",)
 
-    def __init__(self, trace, primal, tangent):
+    # __new__, not __init__: see ReverseTracer.
+    def __new__(cls, trace, primal, tangent):
+        self = _new(cls)
         self._trace = trace
         self._primal = primal
         self._tangent = tangent
+        return self
 
 
 def _fit(tangent, out):

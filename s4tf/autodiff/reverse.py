@@ -21,6 +21,7 @@ from .tracer import Trace, Tracer, innermost
 __all__ = ["Node", "ReverseTrace", "ReverseTracer", "backward"]
 
 _sequence = itertools.count()
+_new = object.__new__
 
 
 class Node:
@@ -42,10 +43,14 @@ class ReverseTracer(Tracer):
 
     __slots__ = ("_node",)
 
-    def __init__(self, trace, primal, node):
+    # __new__, not __init__: s4tf.Tensor(tracer) returns a tracer, and Python then
+    # calls the result's __init__ with Tensor's arguments (object.__init__ ignores them).
+    def __new__(cls, trace, primal, node):
+        self = _new(cls)
         self._trace = trace
         self._primal = primal
         self._node = node
+        return self
 
 
 def _is_differentiable_value(value) -> bool:

@@ -54,6 +54,7 @@ class Tracer(Tensor):
     """A value being differentiated at one level."""
 
     __slots__ = ("_trace", "_primal")
+    _traced = True
 
     @property
     def shape(self):
@@ -80,6 +81,14 @@ class Tracer(Tensor):
 
     def __array__(self, dtype=None, copy=None):
         raise non_differentiable("Converting to a NumPy array (np.asarray, a NumPy function)")
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .._numpy_functions import shape_query
+
+        query = shape_query(func, args, kwargs)
+        if query is not None:
+            return query
+        raise non_differentiable(f"The NumPy function numpy.{func.__name__}")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from .. import ops

@@ -25,38 +25,41 @@ class ArrayKernels(NNKernels):
         return -x
 
     def exp(self, x):
-        return self.xp.exp(x)
+        return self.xp.exp(_inexact(x))
 
     def log(self, x):
-        return self.xp.log(x)
+        return self.xp.log(_inexact(x))
 
     def log1p(self, x):
-        return self.xp.log1p(x)
+        return self.xp.log1p(_inexact(x))
 
     def expm1(self, x):
-        return self.xp.expm1(x)
+        return self.xp.expm1(_inexact(x))
 
     def sqrt(self, x):
-        return self.xp.sqrt(x)
+        return self.xp.sqrt(_inexact(x))
 
     def rsqrt(self, x):
-        return 1 / self.xp.sqrt(x)
+        return 1 / self.xp.sqrt(_inexact(x))
 
     def sin(self, x):
-        return self.xp.sin(x)
+        return self.xp.sin(_inexact(x))
 
     def cos(self, x):
-        return self.xp.cos(x)
+        return self.xp.cos(_inexact(x))
 
     def tan(self, x):
-        return self.xp.tan(x)
+        return self.xp.tan(_inexact(x))
 
     def tanh(self, x):
-        return self.xp.tanh(x)
+        return self.xp.tanh(_inexact(x))
 
     def sigmoid(self, x):
-        # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x)).
-        return (self.xp.tanh(x * 0.5) + 1) * 0.5
+        # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x)). The half is
+        # typed: a Python float would lift NumPy's bfloat16 (ml_dtypes) to float32.
+        x = _inexact(x)
+        half = self.xp.asarray(0.5, dtype=x.dtype)
+        return (self.xp.tanh(x * half) + 1) * half
 
     def abs(self, x):
         return self.xp.abs(x)
@@ -96,7 +99,7 @@ class ArrayKernels(NNKernels):
         return x * y
 
     def div(self, x, y):
-        return x / y
+        return _inexact(x) / _inexact(y)
 
     def pow(self, x, y):
         return self.xp.power(x, y)
@@ -191,7 +194,17 @@ class ArrayKernels(NNKernels):
 
     # Linear algebra.
     def matmul(self, x, y):
-        return self.xp.matmul(x, y)
+        return self._mm(x, y)
+
+
+def _inexact(x):
+    """``x``, with ints and bools as float32: the result dtype of floating-valued ops.
+
+    NumPy would give float64 (float16 for bools) and JAX float32; s4tf follows
+    JAX on every backend, as float32 is its default float (Python floats give it).
+    """
+    dtype = getattr(x, "dtype", None)  # Python numbers (weak scalars) pass as they are
+    return x if dtype is None or dtype.kind in "fcV" else x.astype(np.float32)
 
 
 def scatter_add_into(xp, out, indices, updates, axis):

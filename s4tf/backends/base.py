@@ -37,6 +37,10 @@ class Backend:
     supports_inplace : bool
         Whether ``add_inplace`` / ``index_add_inplace`` may write into a buffer
         (eager backends); the lazy backend builds new values instead.
+    lazy : bool
+        Whether reading a value may run pending work (the xla backend): checks
+        that need the numbers (index ranges) are skipped there unless
+        ``S4TF_CHECKS=1``.
     compiles_per_shape : bool
         Whether each new combination of shapes costs a compile (the lazy
         backend), so the training loop keeps every step's shapes the same.
@@ -45,6 +49,7 @@ class Backend:
     name: str = "?"
     kernels = None
     supports_inplace = False
+    lazy = False
     compiles_per_shape = False
 
     def asarray(self, value, dtype):

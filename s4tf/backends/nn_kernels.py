@@ -158,6 +158,11 @@ class NNKernels:
             return -np.inf
         return xp.iinfo(dtype).min
 
+    def _mm(self, a, b):
+        """``a @ b`` in the operands' dtype (NumPy's bfloat16 matmul returns float32)."""
+        out = self.xp.matmul(a, b)
+        return out if out.dtype == a.dtype else out.astype(a.dtype)
+
     # Convolution -------------------------------------------------------------
 
     def conv(self, x, w, *, strides, padding, dilations, groups):
@@ -180,7 +185,7 @@ class NNKernels:
                 self.xp.matmul(cols, w2, out=y[start * rows:stop * rows])
         else:
             cols = self._columns(x, out_spatial, window, strides, padding, dilations, groups)
-            y = self.xp.matmul(cols, self._grouped_filter(w, groups)).transpose(1, 0, 2)
+            y = self._mm(cols, self._grouped_filter(w, groups)).transpose(1, 0, 2)
         return y.reshape((x.shape[0],) + out_spatial + (w.shape[-1],))
 
     def conv_backprop_input(self, g, w, *, input_shape, strides, padding, dilations, groups):
@@ -215,7 +220,7 @@ class NNKernels:
         per_group = w.shape[-1] // groups
         for flat, k in enumerate(itertools.product(*(range(n) for n in window))):
             tap = taps[flat].reshape(w.shape[-2], groups, per_group).transpose(1, 2, 0)
-            piece = xp.matmul(rows, tap)
+            piece = self._mm(rows, tap)
             if groups > 1:
                 piece = piece.transpose(1, 0, 2)
             key = tuple(
@@ -240,13 +245,13 @@ class NNKernels:
             dw = None
             chunks = self._column_chunks(x, out_spatial, window, strides, padding, dilations)
             for start, stop, cols in chunks:
-                part = cols.T @ g2[start * rows:stop * rows]
+                part = self._mm(cols.T, g2[start * rows:stop * rows])
                 dw = part if dw is None else self.xp.add(dw, part, out=dw)
             if dw is None:  # an empty batch
                 return self.xp.zeros(filter_shape, dtype=self.xp.result_type(x, g))
             return dw.reshape(filter_shape)
         cols = self._columns(x, out_spatial, window, strides, padding, dilations, groups)
-        dw = self.xp.matmul(cols.transpose(0, 2, 1), self._grouped_rows(g, groups))
+        dw = self._mm(cols.transpose(0, 2, 1), self._grouped_rows(g, groups))
         cin, cout = filter_shape[-2], filter_shape[-1]
         dw = dw.reshape(groups, -1, cin, cout // groups).transpose(1, 2, 0, 3)
         return dw.reshape(filter_shape)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
+from .._sizes import sizes
 from ..initializers import glorot_uniform, zeros
 from ..ops import matmul, reshape, transpose
 from ..ops.attention import scaled_dot_product_attention
@@ -70,6 +71,11 @@ class MultiHeadAttention(Layer):
                  key_size: int | None = None, value_size: int | None = None,
                  output_size: int | None = None, use_bias: bool = True,
                  weight_initializer=glorot_uniform, dtype=_dtypes.float32):
+        query_size, head_count = sizes("MultiHeadAttention", query_size=query_size,
+                                       head_count=head_count)
+        optional = {"head_size": head_size, "key_size": key_size, "value_size": value_size,
+                    "output_size": output_size}
+        sizes("MultiHeadAttention", **{k: v for k, v in optional.items() if v is not None})
         if head_size is None:
             if query_size % head_count:
                 raise ValueError(

@@ -11,6 +11,7 @@ import typing
 
 from .. import dtypes as _dtypes
 from .. import nn
+from .._sizes import as_int, per_axis
 from ..activations import identity
 from ..differentiable import no_derivative
 from ..initializers import glorot_uniform, zeros
@@ -23,11 +24,8 @@ __all__ = ["Conv1D", "Conv2D", "Conv3D", "DepthwiseConv2D", "SeparableConv1D", "
 
 
 def expand(value, n: int, name: str, layer: str) -> tuple[int, ...]:
-    """``value`` (an int or n ints) as a tuple of n ints."""
-    values = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(values) != n or not all(isinstance(v, int) and v > 0 for v in values):
-        raise ValueError(f"{layer}: {name} must be a positive int or {n} positive ints, got {value!r}.")
-    return values
+    """``value`` (an int or n ints) as a tuple of n positive ints."""
+    return per_axis(value, n, name, layer)
 
 
 def check_padding(padding, layer: str) -> str:
@@ -37,11 +35,15 @@ def check_padding(padding, layer: str) -> str:
     return padding
 
 
-def check_filter_shape(filter_shape, rank: int, layout: str, layer: str) -> tuple[int, ...]:
-    shape = tuple(filter_shape)
-    if len(shape) != rank or not all(isinstance(n, int) and n > 0 for n in shape):
+def check_filter_shape(filter_shape, rank: int, layout: str, layer: str,
+                       argument: str = "filter_shape") -> tuple[int, ...]:
+    try:
+        shape = tuple(as_int(n) for n in filter_shape)
+    except TypeError:
+        shape = ()
+    if len(shape) != rank or not all(n is not None and n > 0 for n in shape):
         raise ValueError(
-            f"{layer}: filter_shape must be {rank} positive ints {layout}, got {filter_shape!r}."
+            f"{layer}: {argument} must be {rank} positive ints {layout}, got {filter_shape!r}."
         )
     return shape
 
@@ -197,9 +199,11 @@ class _Separable(Layer):
                  filter_initializer=glorot_uniform, dtype=_dtypes.float32):
         name, n = type(self).__name__, self._rank
         depthwise = check_filter_shape(depthwise_filter_shape, n + 2,
-                                       "(*window, in_channels, multiplier)", name)
+                                       "(*window, in_channels, multiplier)", name,
+                                       "depthwise_filter_shape")
         pointwise = check_filter_shape(pointwise_filter_shape, n + 2,
-                                       "(*ones, in_channels * multiplier, out_channels)", name)
+                                       "(*ones, in_channels * multiplier, out_channels)", name,
+                                       "pointwise_filter_shape")
         if pointwise[:-2] != (1,) * n or pointwise[-2] != depthwise[-2] * depthwise[-1]:
             raise ValueError(
                 f"{name}: pointwise_filter_shape must be {(1,) * n + (depthwise[-2] * depthwise[-1], 'out')} "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typing
 
 from .. import dtypes as _dtypes
+from .._sizes import sizes
 from ..activations import identity
 from ..differentiable import no_derivative
 from ..initializers import glorot_uniform, zeros
@@ -50,6 +51,7 @@ class Dense(Layer):
     def __init__(self, input_size: int, output_size: int, activation=identity,
                  use_bias: bool = True, weight_initializer=glorot_uniform,
                  dtype=_dtypes.float32):
+        input_size, output_size = sizes("Dense", input_size=input_size, output_size=output_size)
         self.weight = weight_initializer((input_size, output_size), dtype=dtype)
         self.bias = zeros((output_size,), dtype=dtype) if use_bias else None
         self.activation = activation

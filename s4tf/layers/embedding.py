@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import dtypes as _dtypes
 from .. import random as _random
-from ..backends.base import Backend
-from ..ops import gather
+from .._sizes import sizes
+from ..ops.indexing import check_indices, gather_
 from ..ops.shapes import shape_of
 from ..tensor import Tensor
 from .layer import Layer
@@ -28,12 +28,13 @@ class Embedding(Layer):
     output has shape ``indices.shape + (embedding_size,)``; the gather's
     derivative adds into one buffer (S4TF's in-place pullback).
 
-    Indices outside ``[0, vocabulary_size)`` raise a ``ValueError`` on eager
-    backends (naive, cupy). On the lazy ``"xla"`` backend they are not
-    checked, because reading them would force a graph execution on every
-    call; there JAX's gather rules apply: an index in ``[-vocabulary_size, 0)``
-    counts from the end (as in NumPy), any other out-of-range index yields a
-    row of NaN (JAX's ``"fill"`` mode), and its gradient is dropped.
+    Indices outside ``[0, vocabulary_size)`` (negative ones included: they
+    never count from the end) raise a ``ValueError`` (also an ``IndexError``)
+    on eager backends (naive, cupy). On the lazy ``"xla"`` backend they are not
+    checked, because reading them would force a graph execution on every call;
+    there such an index yields a row of NaN, never a plausible row, and its
+    gradient is dropped. ``S4TF_CHECKS=1`` makes the lazy backend check them on
+    the host and raise, as the eager backends do.
 
     Examples
     --------
@@ -47,6 +48,8 @@ class Embedding(Layer):
 
     def __init__(self, vocabulary_size: int, embedding_size: int,
                  embeddings_initializer=None, dtype=_dtypes.float32):
+        vocabulary_size, embedding_size = sizes(
+            "Embedding", vocabulary_size=vocabulary_size, embedding_size=embedding_size)
         if embeddings_initializer is None:
             embeddings_initializer = _random.uniform
         self.embeddings = embeddings_initializer((vocabulary_size, embedding_size), dtype=dtype)
@@ -59,24 +62,7 @@ class Embedding(Layer):
                 f"Embedding: expected int indices, got a {input.dtype} tensor of shape "
                 f"{input.shape}. Convert with indices.astype(s4tf.int32)."
             )
-        if input.size and not _is_lazy(input):
-            _check_range(input, shape_of(self.embeddings)[0])
-        return gather(self.embeddings, input, axis=0)
-
-
-def _is_lazy(tensor: Tensor) -> bool:
-    # Only a lazy backend has pending work for a barrier to run (the base
-    # Backend.barrier is the eager no-op); reading its values would execute the graph.
-    return type(tensor._backend).barrier is not Backend.barrier
-
-
-def _check_range(indices: Tensor, vocabulary_size: int) -> None:
-    # One host copy instead of two reductions: min and max each cost a kernel call.
-    host = indices.numpy()
-    low, high = int(host.min()), int(host.max())
-    if low < 0 or high >= vocabulary_size:
-        raise ValueError(
-            f"Embedding: indices must lie in [0, {vocabulary_size}), got values from "
-            f"{low} to {high}. Enlarge vocabulary_size or map unknown tokens to a "
-            "reserved index."
-        )
+        check_indices(input, 0, shape_of(self.embeddings)[0], "Embedding",
+                      hint="Enlarge vocabulary_size or map unknown tokens to a reserved index.")
+        # The gather primitive itself: the indices were checked just above.
+        return gather_(self.embeddings, input, axis=0)

@@ -13,17 +13,57 @@ import functools
 import threading
 import typing
 
+from ..autodiff.tracer import is_float_like
 from ..differentiable import Differentiable, no_derivative
+from ..ops.elementwise import cast
 from ..ops.shapes import shape_of
+from ..tensor import Tensor
 
-__all__ = ["Function", "Layer", "Sequential", "check_input_shape"]
+__all__ = ["Function", "Layer", "Sequential", "check_input_shape", "compute_dtype"]
 
 _probe = threading.local()
+
+
+def compute_dtype(layer):
+    """The dtype ``layer`` computes in: that of its first floating tensor field, or None.
+
+    Layers without tensors of their own (pools, ``Sequential``, a model made of
+    sub-layers) have none; their sub-layers decide.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.layers.layer import compute_dtype
+    >>> compute_dtype(s4tf.layers.Dense(2, 3, dtype=s4tf.bfloat16)), compute_dtype(s4tf.layers.Flatten())
+    (bfloat16, None)
+    """
+    for value in vars(layer).values():
+        if isinstance(value, Tensor) and value.dtype.is_floating:
+            return value.dtype
+    return None
+
+
+def _in_dtype(args, dtype):
+    """``args`` with floating tensors cast to ``dtype`` (differentiable: cotangents go
+    back to each input in its own dtype). Python numbers, also differentiated ones,
+    stay weakly typed: they take the layer's dtype where they meet its tensors."""
+    return tuple(
+        cast(a, dtype=dtype)
+        if isinstance(a, Tensor) and a.dtype.is_floating and a.dtype != dtype
+        and not (a._traced and is_float_like(a))
+        else a
+        for a in args
+    )
 
 
 def _wrap_call(call):
     @functools.wraps(call)
     def __call__(self, *args, **kwargs):
+        # Layers compute in their own dtype, as in Keras: a float64 input to a float32
+        # layer gives float32, a bfloat16 layer stays bfloat16. One place for every layer.
+        dtype = compute_dtype(self)
+        if dtype is not None:
+            args = _in_dtype(args, dtype)
         records = getattr(_probe, "records", None)
         # A subclass's __call__ calling super().__call__ is one layer call, not two.
         if records is None or getattr(_probe, "current", None) is self:
@@ -50,6 +90,11 @@ class Layer(Differentiable):
     :func:`s4tf.no_derivative`), build them in ``__init__`` and define
     ``__call__(input)``, which differentiation sees through with respect to
     both the layer and the input.
+
+    A layer computes in its own dtype (that of its first floating tensor
+    field): floating tensor arguments of ``__call__`` are cast to it first, so
+    a float64 input to a float32 layer gives float32 (as in Keras), and the
+    input's gradient comes back in the input's dtype.
 
     Examples
     --------

@@ -10,6 +10,7 @@ differentiation stripped, so no tracer ever leaks into a cell.
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
+from .._sizes import size, sizes
 from ..autodiff.tracer import strip
 from ..differentiable import State, no_derivative
 from ..initializers import ones, zeros
@@ -87,6 +88,7 @@ class BatchNorm(Layer):
 
     def __init__(self, feature_count: int, axis: int = -1, momentum: float = 0.99,
                  epsilon: float = 0.001, dtype=_dtypes.float32):
+        feature_count = size(feature_count, "feature_count", "BatchNorm")
         self.offset = zeros((feature_count,), dtype=dtype)
         self.scale = ones((feature_count,), dtype=dtype)
         self.running_mean = State(zeros((feature_count,), dtype=dtype))
@@ -146,6 +148,7 @@ class LayerNorm(Layer):
 
     def __init__(self, feature_count: int, axis: int = -1, epsilon: float = 0.001,
                  dtype=_dtypes.float32):
+        feature_count = size(feature_count, "feature_count", type(self).__name__)
         self.offset = zeros((feature_count,), dtype=dtype)
         self.scale = ones((feature_count,), dtype=dtype)
         self.axis = axis
@@ -211,6 +214,8 @@ class GroupNorm(Layer):
 
     def __init__(self, feature_count: int, group_count: int, axis: int = -1,
                  epsilon: float = 0.001, dtype=_dtypes.float32):
+        feature_count, group_count = sizes("GroupNorm", feature_count=feature_count,
+                                           group_count=group_count)
         if group_count <= 0 or feature_count % group_count:
             raise ValueError(
                 f"GroupNorm: group_count={group_count} must be positive and divide "
@@ -254,6 +259,7 @@ class InstanceNorm(Layer):
 
     def __init__(self, feature_count: int, axis: int = -1, epsilon: float = 0.001,
                  dtype=_dtypes.float32):
+        feature_count = size(feature_count, "feature_count", type(self).__name__)
         self.offset = zeros((feature_count,), dtype=dtype)
         self.scale = ones((feature_count,), dtype=dtype)
         self.axis = axis

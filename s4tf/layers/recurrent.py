@@ -9,6 +9,7 @@ cell over a list of steps. Layouts and field names are S4TF's.
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
+from .._sizes import sizes
 from ..creation import zeros as _zeros
 from ..differentiable import Differentiable
 from ..initializers import glorot_uniform, zeros
@@ -62,6 +63,8 @@ class SimpleRNNCell(Layer):
 
     def __init__(self, input_size: int, hidden_size: int, use_bias: bool = True,
                  weight_initializer=glorot_uniform, dtype=_dtypes.float32):
+        input_size, hidden_size = sizes(type(self).__name__, input_size=input_size,
+                                        hidden_size=hidden_size)
         self.weight = weight_initializer((input_size + hidden_size, hidden_size), dtype=dtype)
         self.bias = zeros((hidden_size,), dtype=dtype) if use_bias else None
 
@@ -122,6 +125,8 @@ class LSTMCell(Layer):
 
     def __init__(self, input_size: int, hidden_size: int, weight_initializer=glorot_uniform,
                  dtype=_dtypes.float32):
+        input_size, hidden_size = sizes(type(self).__name__, input_size=input_size,
+                                        hidden_size=hidden_size)
         self.fused_weight = weight_initializer((input_size + hidden_size, 4 * hidden_size), dtype=dtype)
         self.fused_bias = zeros((4 * hidden_size,), dtype=dtype)
 
@@ -195,6 +200,8 @@ class GRUCell(Layer):
 
     def __init__(self, input_size: int, hidden_size: int, weight_initializer=glorot_uniform,
                  dtype=_dtypes.float32):
+        input_size, hidden_size = sizes(type(self).__name__, input_size=input_size,
+                                        hidden_size=hidden_size)
         for gate in ("update", "reset", "output"):
             setattr(self, f"{gate}_kernel", weight_initializer((input_size, hidden_size), dtype=dtype))
             setattr(self, f"{gate}_recurrent_kernel",

@@ -6,6 +6,7 @@ import math
 import typing
 
 from .. import nn
+from .._sizes import per_axis, size
 from ..differentiable import no_derivative
 from ..ops import reshape
 from ..ops.shapes import shape_of
@@ -50,7 +51,7 @@ class Reshape(Layer):
     shape: tuple = no_derivative()
 
     def __init__(self, shape):
-        shape = tuple(int(n) for n in shape)
+        shape = tuple(size(n, f"shape[{i}]", "Reshape", minimum=-1) for i, n in enumerate(shape))
         if shape.count(-1) > 1 or any(n < -1 or n == 0 for n in shape):
             raise ValueError(
                 f"Reshape: shape must be positive ints with at most one -1, got {shape}."
@@ -138,13 +139,7 @@ class _UpSampling(Layer):
     _rank: typing.ClassVar[int] = 0
 
     def __init__(self, size=2):
-        values = (size,) * self._rank if isinstance(size, int) else tuple(size)
-        if len(values) != self._rank or not all(isinstance(v, int) and v > 0 for v in values):
-            raise ValueError(
-                f"{type(self).__name__}: size must be a positive int or {self._rank} positive "
-                f"ints, got {size!r}."
-            )
-        self.size = values
+        self.size = per_axis(size, self._rank, "size", type(self).__name__)
 
     def __call__(self, input):
         check_input_shape(self, input, (None,) * (self._rank + 2),

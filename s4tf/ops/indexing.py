@@ -4,21 +4,91 @@ The cotangent of ``x[key]`` is not a dense tensor of zeros with ``g`` at
 ``key``: the rule returns an :class:`IndexAdd`, and the backward pass adds ``g``
 into the one cotangent buffer it owns for ``x``. Differentiating k reads of an
 n-element value so costs O(n + k), not O(n * k) (the MLSys paper, section 4.3).
+
+Index tensors (gathers, ``one_hot``, and so ``Embedding`` and the int labels of
+``softmax_cross_entropy``) are range-checked, never wrapped or clamped: eager
+backends raise :class:`IndexRangeError` naming the bad values and the valid
+range. The lazy backend cannot read the indices without running the graph, so
+there an out-of-range index gives a row of NaN (for floating results; JAX's
+fill value otherwise), never a plausible number; with ``S4TF_CHECKS=1`` it
+reads them on the host and raises as the eager backends do.
 """
 
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
 from ..autodiff.cotangents import IndexAdd
+from ..autodiff.tracer import innermost
 from ..tensor import Tensor
-from .elementwise import cast, equal
+from .elementwise import cast, equal, greater_equal, less, logical_and, where
 from .primitive import primitive
 from .shapes import expand_dims, shape_of
 
-__all__ = ["IndexAdd", "gather", "getitem", "index_add", "one_hot", "scatter_add"]
+__all__ = [
+    "IndexAdd", "IndexRangeError", "check_indices", "checks_enabled", "gather", "getitem",
+    "index_add", "one_hot", "scatter_add",
+]
+
+
+class IndexRangeError(IndexError, ValueError):
+    """An index tensor holds values outside the valid range (both an IndexError and a ValueError).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> try:
+    ...     s4tf.gather(s4tf.Tensor([1.0, 2.0]), s4tf.Tensor([2]))
+    ... except IndexError as error:
+    ...     print(error)
+    gather: indices must lie in [0, 2) (axis 0 has size 2), got values from 2 to 2.
+    """
+
+
+def checks_enabled() -> bool:
+    """Whether ``S4TF_CHECKS=1`` asks the lazy backend to check indices on the host.
+
+    Examples
+    --------
+    >>> from s4tf.ops.indexing import checks_enabled
+    >>> checks_enabled() in (True, False)
+    True
+    """
+    return os.environ.get("S4TF_CHECKS", "").strip() not in ("", "0")
+
+
+def check_indices(indices, low: int, high: int, owner: str, what: str = "indices",
+                  hint: str = "", context: str = "") -> None:
+    """Raise :class:`IndexRangeError` unless every value of ``indices`` is in ``[low, high)``.
+
+    Eager backends always check (one host read of the index tensor). The lazy
+    backend checks only with ``S4TF_CHECKS=1``, since reading the indices runs
+    the pending graph; without it the kernels turn out-of-range rows into NaN.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops.indexing import check_indices
+    >>> check_indices(s4tf.Tensor([0, 2]), 0, 3, "Embedding")
+    """
+    if isinstance(indices, Tensor):
+        indices = innermost(indices)
+        if getattr(indices._backend, "lazy", False) and not checks_enabled():
+            return
+        host = indices.numpy()
+    else:
+        host = np.asarray(indices)
+    if host.size == 0:
+        return
+    lo, hi = int(host.min()), int(host.max())
+    if lo < low or hi >= high:
+        raise IndexRangeError(
+            f"{owner}: {what} must lie in [{low}, {high}){context}, got values from {lo} to {hi}."
+            + (f" {hint}" if hint else "")
+        )
 
 
 getitem_ = primitive(
@@ -118,12 +188,21 @@ def gather(x, indices, axis=0):
             raise TypeError(f"gather: indices must be integers, got {indices.dtype}.")
     elif not indices.dtype.is_integer:
         raise TypeError(f"gather: indices must be an int tensor, got {indices.dtype}.")
-    rank = len(shape_of(x))
-    return gather_(x, indices, axis=int(axis) % max(rank, 1))
+    shape = shape_of(x)
+    axis = int(axis) % max(len(shape), 1)
+    size = shape[axis] if shape else 0
+    check_indices(indices, 0, size, "gather", context=f" (axis {axis} has size {size})")
+    return gather_(x, indices, axis=axis)
 
 
 def one_hot(indices, depth: int, dtype=None):
     """One-hot rows for int ``indices``; an index of -1 gives an all-zero row (as in S4TF).
+
+    Any other index outside ``[0, depth)`` is an error: eager backends raise
+    :class:`IndexRangeError` (an ``IndexError`` and a ``ValueError``) naming it;
+    on the lazy xla backend, which cannot read indices without running the
+    graph, its row is NaN (floating dtypes), or raises like the eager backends
+    with ``S4TF_CHECKS=1``.
 
     Examples
     --------
@@ -131,10 +210,33 @@ def one_hot(indices, depth: int, dtype=None):
     >>> s4tf.one_hot(s4tf.Tensor([2, -1]), 3).tolist()
     [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
     """
+    return encode_one_hot(indices, depth, dtype, low=-1, owner="one_hot",
+                          hint="(-1 gives an all-zero row.)")
+
+
+def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: str = "indices",
+                   hint: str = ""):
+    """One-hot rows of ``indices`` valid in ``[low, depth)`` (``low`` is 0 or -1, the zero row).
+
+    The mechanism behind :func:`one_hot` and the int labels of
+    ``softmax_cross_entropy`` (``low=0``: a label -1 is an error there, not a
+    sample that silently counts zero).
+    """
     from .. import dtypes
+    from .._sizes import size
+    from ..backends.base import backend
     from ..creation import arange
 
+    depth = size(depth, "depth", owner, 0)
     if not isinstance(indices, Tensor):
         indices = Tensor(np.asarray(indices, dtype=np.int32))
-    hits = equal(expand_dims(indices, -1), arange(int(depth), dtype=indices.dtype))
-    return cast(hits, dtype=dtypes.as_dtype(dtype or dtypes.float32))
+    check_indices(indices, low, depth, owner, what, hint)
+    dtype = dtypes.as_dtype(dtype or dtypes.float32)
+    with backend(innermost(indices).backend):  # the classes live where the indices do
+        classes = arange(depth, dtype=indices.dtype)
+    hits = cast(equal(expand_dims(indices, -1), classes), dtype=dtype)
+    if getattr(innermost(indices)._backend, "lazy", False) and dtype.is_floating:
+        # Unchecked on the lazy backend: an out-of-range row becomes NaN, never zeros.
+        valid = logical_and(greater_equal(indices, low), less(indices, depth))
+        hits = where(expand_dims(valid, -1), hits, float("nan"))
+    return hits

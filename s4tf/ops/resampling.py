@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._sizes import as_int
 from .shapes import broadcast_to, pad, reshape
 from .window_geometry import check_input, expand
 
@@ -26,17 +27,17 @@ def _pairs(padding, n, op):
         f"pairs of non-negative ints{' (or one pair for the one axis)' if n == 1 else ''}; "
         f"got {padding!r}."
     )
-    if isinstance(padding, int):
+    if as_int(padding) is not None:
         padding = ((padding, padding),) * n
     elif not isinstance(padding, tuple | list):
         raise error
-    elif n == 1 and len(padding) == 2 and all(isinstance(p, int) for p in padding):
+    elif n == 1 and len(padding) == 2 and all(as_int(p) is not None for p in padding):
         padding = (tuple(padding),)  # ZeroPadding1D's (before, after)
-    elif len(padding) == n and all(isinstance(p, int) for p in padding):
+    elif len(padding) == n and all(as_int(p) is not None for p in padding):
         padding = tuple((p, p) for p in padding)
     if len(padding) != n or not all(
         isinstance(p, tuple | list) and len(p) == 2
-        and all(isinstance(v, int) and v >= 0 for v in p) for p in padding
+        and all(as_int(v) is not None and as_int(v) >= 0 for v in p) for p in padding
     ):
         raise error
     return tuple((int(a), int(b)) for a, b in padding)

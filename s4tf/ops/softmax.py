@@ -5,12 +5,21 @@ Composites of primitives: their derivatives come from the primitives' rules.
 
 from __future__ import annotations
 
+from .. import dtypes as _dtypes
 from ..autodiff.tracer import strip
-from .elementwise import exp, log
+from ..tensor import Tensor
+from .elementwise import cast, exp, log
 from .reductions import normalize_axes, reduce_max, reduce_sum
 from .shapes import shape_of, squeeze
 
 __all__ = ["log_softmax", "reduce_logsumexp", "softmax"]
+
+
+def _floating(x):
+    """Int and bool tensors as float32: the dtype rule of ``exp`` and every floating-valued op."""
+    if isinstance(x, Tensor) and not x.dtype.is_floating:
+        return cast(x, dtype=_dtypes.float32)
+    return x
 
 
 def reduce_logsumexp(x, axis=None, keepdims=False):
@@ -22,6 +31,7 @@ def reduce_logsumexp(x, axis=None, keepdims=False):
     >>> round(s4tf.reduce_logsumexp(s4tf.Tensor([1000.0, 1000.0])).item(), 3)
     1000.693
     """
+    x = _floating(x)
     axes = normalize_axes(axis, len(shape_of(x)))
     # The shift is a constant: its derivative cancels, so it need not be traced.
     shift = strip(reduce_max(x, axis=axes, keepdims=True))
@@ -38,6 +48,7 @@ def log_softmax(x, axis=-1):
     >>> [round(v, 4) for v in s4tf.log_softmax(s4tf.Tensor([0.0, 0.0])).tolist()]
     [-0.6931, -0.6931]
     """
+    x = _floating(x)
     return x - reduce_logsumexp(x, axis=axis, keepdims=True)
 
 
@@ -50,6 +61,7 @@ def softmax(x, axis=-1):
     >>> s4tf.softmax(s4tf.Tensor([0.0, 0.0])).tolist()
     [0.5, 0.5]
     """
+    x = _floating(x)
     axes = normalize_axes(axis, len(shape_of(x)))
     e = exp(x - strip(reduce_max(x, axis=axes, keepdims=True)))
     return e / reduce_sum(e, axis=axes, keepdims=True)

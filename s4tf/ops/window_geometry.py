@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from .._sizes import per_axis
 from .shapes import shape_of
 
 __all__ = ["check_input", "expand", "explicit_padding", "output_size", "transposed_size"]
@@ -16,13 +17,7 @@ __all__ = ["check_input", "expand", "explicit_padding", "output_size", "transpos
 
 def expand(value, n: int, name: str, op: str, minimum: int = 1) -> tuple[int, ...]:
     """``value`` (an int or ``n`` ints) as a tuple of ``n`` ints, each ``>= minimum``."""
-    items = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(items) != n or not all(isinstance(v, int) and v >= minimum for v in items):
-        raise ValueError(
-            f"{op}: {name} must be an int >= {minimum} or a tuple of {n} such ints (one per "
-            f"spatial axis); got {value!r}."
-        )
-    return tuple(int(v) for v in items)
+    return per_axis(value, n, name, op, minimum)
 
 
 def check_input(x, spatial: int, op: str) -> tuple[int, ...]:

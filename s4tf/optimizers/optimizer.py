@@ -26,6 +26,7 @@ from ..cow import calibration, callsite
 from ..differentiable import Differentiable
 from ..tensor import Tensor
 from ..tree import tree_flatten
+from ._checks import number
 from ._paths import leaf_paths
 from .tensor_buffers import TensorBuffer, full_on
 
@@ -61,6 +62,11 @@ class Optimizer:
     hyperparameters: typing.ClassVar[tuple[str, ...]] = ("learning_rate",)
 
     def __init__(self, model) -> None:
+        # Subclasses set their hyperparameters before calling this: one check for all
+        # (one set later is checked by the subclass, or when state_dict() reads it).
+        for name in self.hyperparameters:
+            if hasattr(self, name):
+                number(type(self).__name__, name, getattr(self, name))
         leaves, _ = tree_flatten(model, differentiable=True)
         if not leaves:
             raise TypeError(

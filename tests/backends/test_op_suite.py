@@ -118,3 +118,42 @@ def test_integer_ops_match_naive(backend):
     for e, g in zip(expected, got, strict=True):
         assert g.dtype == e.dtype
         np.testing.assert_array_equal(g.numpy(), e.numpy())
+
+
+# Issue 10, item 7: result dtypes agree on every backend. The rule: ops with floating
+# values (transcendentals, true division, softmax, mean) give float32 for int and bool
+# inputs (as JAX; NumPy would give float64, or float16 for bools); every other op keeps
+# its input's dtype; floating inputs (bfloat16 and float16 included) keep theirs.
+FLOATING_VALUED = {
+    "exp": s4tf.exp, "log": s4tf.log, "log1p": s4tf.log1p, "expm1": s4tf.expm1,
+    "sqrt": s4tf.sqrt, "rsqrt": s4tf.rsqrt, "sin": s4tf.sin, "cos": s4tf.cos, "tan": s4tf.tan,
+    "tanh": s4tf.tanh, "sigmoid": s4tf.sigmoid, "softmax": s4tf.softmax,
+    "log_softmax": s4tf.log_softmax, "logsumexp": lambda x: s4tf.reduce_logsumexp(x, axis=-1),
+    "div": lambda x: x / x, "div_scalar": lambda x: x / 2, "mean": lambda x: x.mean(axis=0),
+}
+DTYPE_KEEPING = {
+    "neg": lambda x: -x, "abs": s4tf.abs, "square": s4tf.square,
+    "add": lambda x: x + x, "sub": lambda x: x - x, "mul": lambda x: x * x,
+    "pow": lambda x: x ** 2, "maximum": lambda x: s4tf.maximum(x, x), "where": lambda x: s4tf.where(x > 1, x, x),
+    "max": lambda x: x.max(axis=0), "matmul": lambda x: x @ x.T,
+    "concat": lambda x: s4tf.concat([x, x], axis=0), "transpose": lambda x: x.T,
+}
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool", "float16", "bfloat16", "float32", "float64"])
+def test_result_dtypes_follow_one_rule_on_every_backend(backend, dtype):
+    dtype = s4tf.dtypes.as_dtype(dtype)
+    x = s4tf.Tensor(np.arange(1, 7).reshape(2, 3)).astype(dtype)
+    for name, fn in FLOATING_VALUED.items():
+        expected = dtype if dtype.is_floating else s4tf.float32
+        out = fn(x)
+        assert out.dtype == expected, (name, dtype, out.dtype)
+        if not dtype.is_floating:
+            reference = fn(x.to("naive").astype(s4tf.float64)).numpy()
+            np.testing.assert_allclose(out.numpy(), reference, rtol=1e-6, err_msg=name)
+    # Integer sums accumulate in int64, as in NumPy -- on every backend.
+    assert x.sum().dtype == x.to("naive").sum().dtype
+    if dtype == s4tf.bool:
+        return  # arithmetic on bools is not part of the rule
+    for name, fn in DTYPE_KEEPING.items():
+        assert fn(x).dtype == dtype, (name, dtype, fn(x).dtype)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import s4tf
+from s4tf.testing import check_gradients
 
 
 def test_python_values_give_the_contract_dtypes():
@@ -128,3 +129,144 @@ def test_mixing_backends_names_both():
     b = s4tf.Tensor._wrap(np.array([1.0, 2.0], np.float32), other)
     with pytest.raises(TypeError, match=r"different backends.*'naive'.*'cupy'"):
         a + b
+
+
+# Issue 10, item 2: no public route to a tensor's storage can be made writeable.
+def _storage_routes(t):
+    return {
+        "numpy()": t.numpy(),
+        "np.asarray": np.asarray(t),
+        "__array__": t.__array__(),
+        "np.asarray(copy=False)": np.asarray(t, copy=False),
+        "view of numpy()": t.numpy().view(),
+        "index view of numpy()": t.numpy()[...],
+    }
+
+
+@pytest.mark.parametrize("make", [
+    lambda: s4tf.Tensor([1.0, 2.0, 3.0]),
+    lambda: s4tf.Tensor([[1.0, 2.0], [3.0, 4.0]]).T,  # a strided view as storage
+    lambda: s4tf.Tensor(7.0),  # one element: the xla backend keeps it on the host
+    lambda: s4tf.Tensor([1, 2, 3]),
+    lambda: s4tf.Tensor([1.0, 2.0]).astype(s4tf.bfloat16),
+    lambda: s4tf.Tensor([True, False]),
+], ids=["float", "transposed", "scalar", "int", "bfloat16", "bool"])
+def test_numpy_can_never_be_made_writeable(backend, make):
+    t = make()
+    alias = t
+    before = t.tolist()
+    for route, array in _storage_routes(t).items():
+        chain = [array]
+        while isinstance(chain[-1].base, np.ndarray):
+            chain.append(chain[-1].base)
+        for level in chain:
+            with pytest.raises(ValueError, match="WRITEABLE"):
+                level.flags.writeable = True
+            with pytest.raises(ValueError, match="read-only"):
+                level[...] = 0
+        assert t.tolist() == before == alias.tolist(), route
+    with pytest.raises(TypeError):
+        memoryview(t)  # no buffer protocol: it would hand out the storage
+    # A copy, and only a copy, is the user's own.
+    mine = np.array(t)
+    mine[...] = 0
+    assert t.tolist() == before
+
+
+# Issue 10, item 6: NumPy's reductions work on tensors, or say what to call instead.
+def test_numpy_reductions_of_tensors_work(backend):
+    t = s4tf.Tensor([[1.0, 2.0], [3.0, 5.0]])
+    assert np.sum(t).tolist() == 11.0 and isinstance(np.sum(t), s4tf.Tensor)
+    assert np.mean(t, axis=0).tolist() == [2.0, 3.5]
+    assert np.max(t, axis=1, keepdims=True).tolist() == [[2.0], [5.0]]
+    assert np.min(t).tolist() == 1.0
+    assert np.sum(t).backend == backend
+    assert np.shape(t) == (2, 2) and np.ndim(t) == 2 and np.size(t) == 4
+    np.testing.assert_array_equal(np.concatenate([t, t]), np.concatenate([t.numpy()] * 2))
+    with pytest.raises(TypeError, match=r"numpy.sum\(tensor, out=...\).*t.sum\(axis=..., keepdims=...\)"):
+        np.sum(t, out=np.zeros(()))
+    with pytest.raises(TypeError, match=r"numpy.mean\(tensor, dtype=...\).*t.astype"):
+        np.mean(t, dtype=np.float64)
+
+
+@pytest.mark.parametrize("function", [np.sum, np.mean, np.max, np.concatenate, np.dot])
+def test_numpy_functions_under_differentiation_are_non_differentiable(function):
+    x = s4tf.Tensor([1.0, 2.0])
+
+    def f(x):
+        return function([x, x]) if function is np.concatenate else (
+            function(x, x) if function is np.dot else function(x))
+
+    with pytest.raises(s4tf.NonDifferentiableError, match=f"numpy.{function.__name__} is not"):
+        s4tf.gradient(x, of=f)
+    # Shape queries are not numeric: they stay allowed.
+    assert s4tf.gradient(x, of=lambda x: x.sum() * np.shape(x)[0]).tolist() == [2.0, 2.0]
+
+
+# Issue 10, item 11: Tensor(x) of a value being differentiated stays differentiable.
+def test_tensor_of_a_traced_value_is_differentiable(backend):
+    x = s4tf.Tensor([1.0, 2.0])
+    assert s4tf.gradient(x, of=lambda x: (s4tf.Tensor(x) * 3.0).sum()).tolist() == [3.0, 3.0]
+    # A list holding traced values is stacked, differentiably.
+    grad = s4tf.gradient(x, of=lambda x: (s4tf.Tensor([x, x * 2.0, [5.0, 6.0]]) ** 2).sum())
+    np.testing.assert_allclose(grad.numpy(), [10.0, 20.0])
+    # A traced Python float becomes a float32 scalar, as Tensor(1.5) does.
+    assert s4tf.gradient(2.0, of=lambda v: (s4tf.Tensor(v) * 4.0).sum()) == 4.0
+    assert s4tf.derivative(2.0, of=lambda v: s4tf.Tensor(v) ** 2).tolist() == 4.0
+    # Forward mode too.
+    assert s4tf.derivative(1.5, of=lambda v: s4tf.Tensor([v, v * 3.0]).sum()).tolist() == 4.0
+
+
+def test_tensor_of_a_traced_value_with_a_floating_dtype_is_a_differentiable_cast(backend):
+    x = s4tf.Tensor([1.0, -2.0], dtype=s4tf.float32)
+
+    def f(x):
+        y = s4tf.Tensor(x, dtype=s4tf.float64)
+        assert y.dtype == s4tf.float64
+        return (y * y).sum()
+
+    grad = s4tf.gradient(x, of=f)
+    assert grad.dtype == s4tf.float32  # the cotangent comes back in the input's dtype
+    assert grad.tolist() == [2.0, -4.0]
+    check_gradients(lambda x: s4tf.Tensor([x * x, x], dtype=s4tf.float64) * x,
+                    s4tf.Tensor([0.5, 1.5], dtype=s4tf.float64))
+
+
+# Issue 10, item 6: one size validator for creation, random draws and initializers.
+BAD_SIZES = {
+    "negative": ([-1, 2], r"shape\[0\] must be a non-negative int, got -1"),
+    "fractional": ([2.5, 2], r"shape\[0\] must be a non-negative int, got 2.5 \(a float"),
+    "bool": ([2, True], r"shape\[1\] must be a non-negative int, got True \(a bool"),
+    "string": (["3"], r"shape\[0\] must be a non-negative int, got '3'"),
+    "negative int": (-3, r"shape must be a non-negative int, got -3"),
+}
+SHAPED = {
+    "zeros": lambda shape: s4tf.zeros(shape),
+    "ones": lambda shape: s4tf.ones(shape),
+    "full": lambda shape: s4tf.full(shape, 1.0),
+    "normal": lambda shape: s4tf.random.normal(shape),
+    "uniform": lambda shape: s4tf.random.uniform(shape),
+    "randint": lambda shape: s4tf.random.randint(0, 5, shape=shape),
+    **{f"initializers.{name}": getattr(s4tf.initializers, name)
+       for name in ("glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "lecun_uniform",
+                    "lecun_normal", "truncated_normal", "orthogonal", "zeros", "ones")},
+    "initializers.constant": lambda shape: s4tf.initializers.constant(0.5)(shape),
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_SIZES))
+@pytest.mark.parametrize("function", sorted(SHAPED))
+def test_creation_rejects_bad_sizes_naming_the_argument(function, bad):
+    shape, message = BAD_SIZES[bad]
+    owner = function.removeprefix("initializers.")
+    with pytest.raises(ValueError, match=f"{owner}: {message}"):
+        SHAPED[function](shape)
+
+
+def test_zero_sizes_and_int_like_sizes_are_fine():
+    assert s4tf.zeros([0, 3]).shape == (0, 3)
+    assert s4tf.ones(np.int64(2)).shape == (2,)
+    assert s4tf.random.normal((s4tf.Tensor(2), 1)).shape == (2, 1)
+    assert s4tf.eye(2, 3).shape == (2, 3)
+    with pytest.raises(ValueError, match="eye: n must be a non-negative int, got 1.5"):
+        s4tf.eye(1.5)

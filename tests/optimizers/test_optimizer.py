@@ -130,3 +130,33 @@ def test_gradients_of_the_wrong_container_kind_are_rejected_not_treated_as_zero(
     with pytest.raises(TypeError, match="must be a dict"):
         optimizers.SGD({"w": s4tf.ones([2])}).update({"w": s4tf.ones([2])}, [s4tf.ones([2])])
     assert model[0].tolist() == [1.0, 2.0]  # nothing was consumed or written
+
+
+# Issue 10, item 6: non-numeric hyperparameters fail at construction, naming the argument
+# (one check in the optimizer base, over each class's `hyperparameters`).
+OPTIMIZER_CLASSES = [getattr(optimizers, name) for name in optimizers.__all__
+                     if isinstance(getattr(optimizers, name), type)
+                     and issubclass(getattr(optimizers, name), optimizers.Optimizer)
+                     and name != "Optimizer"]
+
+
+def _hyperparameter_cases():
+    for cls in OPTIMIZER_CLASSES:
+        for name in cls.hyperparameters:
+            for bad in ("0.1", None, True, [0.1], s4tf.Tensor([0.1, 0.2])):
+                yield pytest.param(cls, name, bad, id=f"{cls.__name__}-{name}-{type(bad).__name__}")
+
+
+@pytest.mark.parametrize("cls, name, bad", list(_hyperparameter_cases()))
+def test_non_numeric_hyperparameters_are_refused_at_construction(cls, name, bad):
+    assert len(OPTIMIZER_CLASSES) == 9
+    with pytest.raises(TypeError, match=rf"{cls.__name__}: {name} must be a number, got"):
+        cls([s4tf.ones([2])], **{name: bad})
+
+
+def test_a_numeric_string_hyperparameter_error_shows_the_fix():
+    with pytest.raises(TypeError, match=r"learning_rate must be a number, got '0.1' \(a str\)\. "
+                                        r"Pass learning_rate=0.1\."):
+        optimizers.SGD([s4tf.ones([2])], learning_rate="0.1")
+    # NumPy numbers are numbers.
+    assert optimizers.SGD([s4tf.ones([2])], learning_rate=np.float32(0.5)).learning_rate == 0.5

@@ -34,6 +34,7 @@ class XLABackend(Backend):
 
     name = "xla"
     supports_inplace = False
+    lazy = True
     compiles_per_shape = True
     array_type = LazyArray
 

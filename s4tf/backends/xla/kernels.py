@@ -66,11 +66,19 @@ class JaxKernels(JaxNNKernels, ArrayKernels):
     def index_add(self, x, updates, *, key):
         return x.at[key].add(updates)
 
+    def gather(self, x, indices, *, axis):
+        # Indices are not checked on the lazy backend (that would run the graph), so an
+        # index outside [0, n) -- negative ones included, never wrapped -- reads a row of
+        # NaN (JAX's fill value: NaN for floats), never a plausible row.
+        return jnp.take(x, _outside_to_end(indices, x.shape[axis]), axis=axis, mode="fill")
+
     def scatter_add(self, x, indices, updates, *, axis):
+        # gather's pullback: an out-of-range index's update is dropped, as its row was NaN.
         k = indices.ndim
         target = jnp.moveaxis(x, axis, 0)
         source = jnp.moveaxis(updates, list(range(axis, axis + k)), list(range(k)))
-        return jnp.moveaxis(target.at[indices].add(source), 0, axis)
+        index = _outside_to_end(indices, target.shape[0])
+        return jnp.moveaxis(target.at[index].add(source, mode="drop"), 0, axis)
 
     def matmul(self, x, y):
         # Full float32: no silent TF32/bf16 passes on accelerators.
@@ -81,6 +89,11 @@ class JaxKernels(JaxNNKernels, ArrayKernels):
         # updated parameter keeps its strategy's layout instead of whatever
         # sharding propagation would pick for it.
         return jax.lax.with_sharding_constraint(x, sharding)
+
+
+def _outside_to_end(indices, n):
+    """``indices`` with every value outside ``[0, n)`` moved to ``n`` (out of bounds for JAX)."""
+    return jnp.where((indices < 0) | (indices >= n), n, indices)
 
 
 JAX_KERNELS = JaxKernels()
