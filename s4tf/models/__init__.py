@@ -8,6 +8,7 @@ Examples
 """
 
 from .autoencoder import Autoencoder, Autoencoder2D
+from .efficientnet import EfficientNet
 from .gan import (
     DCGAN,
     GAN,
@@ -20,13 +21,19 @@ from .gan import (
 )
 from .gpt2_weights import load_gpt2
 from .lenet import LeNet
+from .mobilenet_v1 import MobileNetV1
+from .mobilenet_v2 import MobileNetV2
+from .mobilenet_v3 import MobileNetV3
 from .neumf import NeuMF
+from .shufflenet_v2 import ShuffleNetV2
+from .squeezenet import SqueezeNet
 from .transformer import CausalSelfAttention, TransformerBlock, TransformerLM
 from .vae import VAE, VAEOutput, vae_loss
 
 __all__ = [
     "DCGAN", "GAN", "VAE", "Autoencoder", "Autoencoder2D", "CausalSelfAttention",
-    "DCGANDiscriminator", "DCGANGenerator", "GANDiscriminator", "GANGenerator", "LeNet", "NeuMF",
+    "DCGANDiscriminator", "DCGANGenerator", "EfficientNet", "GANDiscriminator", "GANGenerator",
+    "LeNet", "MobileNetV1", "MobileNetV2", "MobileNetV3", "NeuMF", "ShuffleNetV2", "SqueezeNet",
     "TransformerBlock", "TransformerLM", "VAEOutput", "discriminator_loss", "generator_loss",
     "load_gpt2", "vae_loss",
 ]
