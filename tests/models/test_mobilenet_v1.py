@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from zoo_checks import (
+from image_model_checks import (
     check_batch_norm_statistics_move_only_in_training,
     check_gradient_step_agrees,
     check_save_load,

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from torchvision_reference import (
-    reference_logits,
-    torchvision_models,
-    trainable_count,
-    with_torch_weights,
-)
-from zoo_checks import (
+from image_model_checks import (
     batch,
     check_batch_norm_statistics_move_only_in_training,
     check_gradient_step_agrees,
     check_save_load,
     check_summary,
+)
+from torchvision_reference import (
+    reference_logits,
+    torchvision_models,
+    trainable_count,
+    with_torch_weights,
 )
 
 import s4tf

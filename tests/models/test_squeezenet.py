@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from image_model_checks import batch, check_gradient_step_agrees, check_save_load, check_summary
 from torchvision_reference import (
     reference_logits,
     torchvision_models,
     trainable_count,
     with_torch_weights,
 )
-from zoo_checks import batch, check_gradient_step_agrees, check_save_load, check_summary
 
 import s4tf
 from s4tf.models import SqueezeNet

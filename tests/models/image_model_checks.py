@@ -1,4 +1,4 @@
-"""Checks every image model of the zoo gets (not a test module; the family tests call these)."""
+"""Checks every image model of the mobile zoo gets (not a test module; the family tests call these)."""
 
 from __future__ import annotations
 
