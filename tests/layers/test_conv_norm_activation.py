@@ -46,8 +46,7 @@ def test_parts_and_defaults():
     assert layers.Conv2DNormActivation.TangentVector._s4tf_field_names == ("conv", "bn")
 
 
-@pytest.mark.parametrize("depthwise", [False, True])
-@pytest.mark.parametrize("phase", ["inference", "training"])
+@pytest.mark.parametrize("depthwise,phase", [(False, "inference"), (True, "training")])
 def test_gradients(backend, depthwise, phase):
     s4tf.random.seed(0)
     block = layers.Conv2DNormActivation(3, 3, strides=2, depthwise=depthwise,

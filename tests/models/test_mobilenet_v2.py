@@ -23,7 +23,7 @@ from s4tf.models import MobileNetV2
 
 TV = torchvision_models()
 SMALL = {"width_multiplier": 0.5, "classes": 5,
-         "block_settings": ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 1, 2))}
+         "block_settings": ((1, 16, 1, 1), (6, 24, 2, 2))}  # no expansion; stride 2; residual
 
 
 def test_parameter_count_is_torchvisions():

@@ -23,11 +23,10 @@ from s4tf import layers
 from s4tf.models import MobileNetV3
 
 TV = torchvision_models()
-# Three blocks of the small table: squeeze-excitation with ReLU, a plain
-# expansion, and a hard-swish residual block with squeeze-excitation.
+# Two blocks: squeeze-excitation with ReLU and no expansion at stride 2, then
+# an expanding 5x5 hard-swish residual block with squeeze-excitation.
 SMALL = {"size": "small", "width_multiplier": 0.5, "classes": 5,
-         "block_settings": ((16, 3, 16, 16, True, False, 2), (16, 3, 72, 24, False, False, 2),
-                            (24, 5, 96, 24, True, True, 1))}
+         "block_settings": ((16, 3, 16, 16, True, False, 2), (16, 5, 48, 16, True, True, 1))}
 
 
 @pytest.mark.parametrize("size,width,count", [
