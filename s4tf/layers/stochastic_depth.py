@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..differentiable import no_derivative
-from ..learning_phase import is_training
+from ..learning_phase import layer_is_training
 from ..ops.shapes import shape_of
 from .dropout import _keep_mask
 from .layer import Layer
@@ -22,8 +22,10 @@ class StochasticDepth(Layer):
     ``mode="batch"`` the whole batch at once (one draw); kept values are
     divided by ``1 - probability`` so the expectation is the input. Apply it
     to the residual branch before the addition (``x + depth(branch(x))``).
-    Draws come from :mod:`s4tf.random`'s global stream, as ``Dropout``'s, and
-    are constants for differentiation.
+    It reads the learning phase as ``Dropout`` does (differentiating it in the
+    default phase warns, :class:`s4tf.InferencePhaseWarning`); draws come from
+    :mod:`s4tf.random`'s global stream, as ``Dropout``'s, and are constants
+    for differentiation.
 
     Parameters
     ----------
@@ -59,7 +61,7 @@ class StochasticDepth(Layer):
         self.mode = mode
 
     def __call__(self, input):
-        if not is_training() or self.probability == 0.0:
+        if not layer_is_training(self, input) or self.probability == 0.0:
             return input
         shape = shape_of(input)
         if not shape:

@@ -70,7 +70,18 @@ def test_gradient_is_the_row_mask_scaled(backend):
         grad = s4tf.gradient(x, of=lambda t: f(t).sum()).numpy()
     per_row = grad.reshape(6, -1)
     assert set(np.unique(per_row)) <= {0.0, 2.0} and (per_row == per_row[:, :1]).all()
-    check_gradients(layer, x)  # inference: the identity
+    with s4tf.inference():
+        check_gradients(layer, x)  # the identity
+
+
+def test_differentiating_in_the_default_phase_warns_as_dropout_does(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.modules["s4tf.learning_phase"], "_warned_sites", set())
+    layer = layers.StochasticDepth(0.2)
+    with pytest.warns(s4tf.InferencePhaseWarning,
+                      match="StochasticDepth is being differentiated .* passes its input"):
+        s4tf.gradient(s4tf.ones([2, 3]), of=lambda x: layer(x).sum())
 
 
 def test_validation():
