@@ -28,7 +28,7 @@ _warned_sites: set[tuple[str, str]] = set()  # (layer class, user's line)
 
 
 class InferencePhaseWarning(UserWarning):
-    """A BatchNorm or Dropout layer was differentiated in the default inference phase.
+    """BatchNorm, Dropout or StochasticDepth differentiated in the default inference phase.
 
     Issued once per layer class and line of user code. Wrap a training step in
     ``with s4tf.training():``; wrap intended inference in

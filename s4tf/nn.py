@@ -16,6 +16,7 @@ Examples
 from __future__ import annotations
 
 from .ops.attention import scaled_dot_product_attention
+from .ops.channel_shuffle import channel_shuffle
 from .ops.convolution import (
     conv1d,
     conv1d_transpose,
@@ -51,7 +52,7 @@ from .ops.resampling import (
 )
 
 __all__ = [
-    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "conv1d",
+    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "channel_shuffle", "conv1d",
     "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d", "conv3d_transpose",
     "depthwise_conv2d", "global_avg_pool1d",
     "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d",

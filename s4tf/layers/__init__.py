@@ -14,6 +14,8 @@ Examples
 """
 
 from .attention import MultiHeadAttention
+from .channel_shuffle import ChannelShuffle
+from .conv_norm_activation import Conv2DNormActivation
 from .convolutional import (
     Conv1D,
     Conv2D,
@@ -54,16 +56,20 @@ from .reshaping import (
     ZeroPadding3D,
 )
 from .sequence import GRU, LSTM, RNN, Bidirectional
+from .squeeze_excitation import SqueezeExcitation
+from .stochastic_depth import StochasticDepth
 from .transposed import TransposedConv1D, TransposedConv2D, TransposedConv3D
 
 __all__ = [
-    "AdaptiveAvgPool2D", "AlphaDropout", "AvgPool1D", "AvgPool2D", "AvgPool3D", "BatchNorm", "Bidirectional",
-    "Conv1D", "Conv2D", "Conv3D", "Dense", "DepthwiseConv2D", "Dropout", "Embedding",
+    "AdaptiveAvgPool2D", "AlphaDropout", "AvgPool1D", "AvgPool2D", "AvgPool3D", "BatchNorm",
+    "Bidirectional", "ChannelShuffle", "Conv1D", "Conv2D", "Conv2DNormActivation", "Conv3D",
+    "Dense", "DepthwiseConv2D", "Dropout", "Embedding",
     "Flatten", "Function", "GRU", "GRUCell", "GaussianDropout", "GaussianNoise",
     "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "GlobalMaxPool1D",
     "GlobalMaxPool2D", "GlobalMaxPool3D", "GroupNorm", "InstanceNorm", "LSTM", "LSTMCell",
     "Layer", "LayerNorm", "MaxPool1D", "MaxPool2D", "MaxPool3D", "MultiHeadAttention", "RNN",
     "Reshape", "SeparableConv1D", "SeparableConv2D", "Sequential", "SimpleRNNCell",
+    "SqueezeExcitation", "StochasticDepth",
     "TransposedConv1D", "TransposedConv2D", "TransposedConv3D", "UpSampling1D",
     "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D",
 ]

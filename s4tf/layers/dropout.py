@@ -30,14 +30,15 @@ def _check_probability(layer_name: str, probability: float) -> None:
         )
 
 
-def _draw(kind, input, **kwargs):
-    """A random tensor shaped and typed like ``input``, on its backend."""
-    noise = kind(shape_of(input), dtype=input.dtype, **kwargs)
+def _draw(kind, input, shape=None, **kwargs):
+    """A random tensor typed like ``input`` on its backend, shaped like it unless ``shape``."""
+    noise = kind(shape_of(input) if shape is None else shape, dtype=input.dtype, **kwargs)
     return noise if noise.backend == input.backend else noise.to(input.backend)
 
 
-def _keep_mask(input, probability):
-    uniform = _draw(_random.uniform, input)
+def _keep_mask(input, probability, shape=None):
+    """Ones kept with probability ``1 - probability``, zeros elsewhere (``shape`` as ``_draw``)."""
+    uniform = _draw(_random.uniform, input, shape)
     return cast(greater_equal(uniform, probability), dtype=input.dtype)
 
 
