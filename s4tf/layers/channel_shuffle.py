@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import nn
+from .._sizes import size
 from ..differentiable import no_derivative
 from .layer import Layer, check_input_shape
 
@@ -29,9 +30,7 @@ class ChannelShuffle(Layer):
     groups: int = no_derivative()
 
     def __init__(self, groups: int):
-        if not isinstance(groups, int) or groups < 1:
-            raise ValueError(f"ChannelShuffle: groups must be a positive int, got {groups!r}.")
-        self.groups = groups
+        self.groups = size(groups, "groups", "ChannelShuffle")
 
     def __call__(self, input):
         check_input_shape(self, input, (None, None, None, None),

@@ -6,6 +6,7 @@ import typing
 
 from .. import dtypes as _dtypes
 from .. import nn
+from .._sizes import sizes
 from ..activations import relu
 from ..differentiable import no_derivative
 from .convolutional import Conv2D, DepthwiseConv2D
@@ -61,7 +62,10 @@ class Conv2DNormActivation(Layer):
     def __init__(self, input_channels: int, output_channels: int, kernel_size: int = 3,
                  strides: int = 1, depthwise: bool = False, activation=relu,
                  momentum: float = 0.9, epsilon: float = 1e-5, dtype=_dtypes.float32):
-        if not isinstance(kernel_size, int) or kernel_size < 1 or kernel_size % 2 == 0:
+        input_channels, output_channels, kernel_size, strides = sizes(
+            "Conv2DNormActivation", input_channels=input_channels,
+            output_channels=output_channels, kernel_size=kernel_size, strides=strides)
+        if kernel_size % 2 == 0:
             raise ValueError(f"Conv2DNormActivation: kernel_size must be a positive odd int "
                              f"(padding is (kernel_size - 1) // 2 on each side), got "
                              f"{kernel_size!r}.")

@@ -6,6 +6,7 @@ import typing
 
 from .. import dtypes as _dtypes
 from .. import nn
+from .._sizes import sizes
 from ..activations import relu
 from ..differentiable import no_derivative
 from ..ops import sigmoid
@@ -54,11 +55,8 @@ class SqueezeExcitation(Layer):
 
     def __init__(self, input_channels: int, squeeze_channels: int, activation=relu,
                  gate=sigmoid, dtype=_dtypes.float32):
-        for name, value in (("input_channels", input_channels),
-                            ("squeeze_channels", squeeze_channels)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"SqueezeExcitation: {name} must be a positive int, got "
-                                 f"{value!r}.")
+        input_channels, squeeze_channels = sizes(
+            "SqueezeExcitation", input_channels=input_channels, squeeze_channels=squeeze_channels)
         self.fc1 = Conv2D(filter_shape=(1, 1, input_channels, squeeze_channels), dtype=dtype)
         self.fc2 = Conv2D(filter_shape=(1, 1, squeeze_channels, input_channels), dtype=dtype)
         self.activation = activation

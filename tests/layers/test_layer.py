@@ -103,10 +103,17 @@ SIZED_LAYERS = {
     **{f"UpSampling{n}D": (dict(size=2), {"size": "per_axis"}) for n in (1, 2, 3)},
     **{f"ZeroPadding{n}D": (dict(padding=1), {"padding": "padding"}) for n in (1, 2, 3)},
     "Reshape": (dict(shape=(-1, 4)), {"shape": "shape"}),
+    "AdaptiveAvgPool2D": (dict(output_size=2), {"output_size": "per_axis"}),
+    "ChannelShuffle": (dict(groups=2), {"groups": "scalar"}),
+    "SqueezeExcitation": (dict(input_channels=4, squeeze_channels=2),
+                          {"input_channels": "scalar", "squeeze_channels": "scalar"}),
+    "Conv2DNormActivation": (dict(input_channels=2, output_channels=3),
+                             {"input_channels": "scalar", "output_channels": "scalar",
+                              "kernel_size": "scalar", "strides": "scalar"}),
 }
 WITHOUT_SIZES = {
     "AlphaDropout", "Bidirectional", "Dropout", "Flatten", "Function", "GaussianDropout",
-    "GaussianNoise", "Layer", "RNN", "Sequential",
+    "GaussianNoise", "Layer", "RNN", "Sequential", "StochasticDepth",
     *(f"Global{kind}Pool{n}D" for kind in ("Avg", "Max") for n in (1, 2, 3)),
 }
 BAD_SIZE_VALUES = {"fractional": 2.5, "zero": 0, "negative": -2, "bool": True, "string": "3"}
