@@ -10,8 +10,8 @@ BatchNorm's ``weight``/``bias``/``running_mean``/``running_var`` to
 ``num_batches_tracked`` is ignored. A dense layer fed by ``torch.flatten`` of a
 ``(channels, h, w)`` map (VGG's first classifier layer) is marked
 :class:`Flattened`: its input rows are reordered to NHWC's ``(h, w, channels)``.
-Adding a family (MobileNetV2, ...) is one more table function, and a layer type
-not seen before (DepthwiseConv2D, ...) one more row of :data:`PARAMETERS`.
+Adding a family is one more table function, and a layer type not seen before
+one more row of :data:`PARAMETERS`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ..checkpoint.files import restore
 from ..checkpoint.structure import CheckpointError, encode
 from ..tensor import Tensor
 from .densenet import DenseNet
+from .mobilenet_v2 import MobileNetV2
 from .resnet import ResNet
 from .vgg import VGG
 
@@ -53,10 +54,14 @@ _SAME = _Layout(lambda a: a, lambda shape: shape)
 _OIHW_TO_HWIO = _Layout(lambda a: a.transpose(2, 3, 1, 0),
                         lambda shape: (shape[3], shape[2], shape[0], shape[1]))
 _TRANSPOSED = _Layout(lambda a: a.T, lambda shape: shape[::-1])
+# A depthwise filter: PyTorch (channels, 1, h, w) with groups=channels -> (h, w, channels, 1).
+_DEPTHWISE = _Layout(lambda a: a.transpose(2, 3, 0, 1),
+                     lambda shape: (shape[2], shape[3], shape[0], shape[1]))
 
 # s4tf layer type -> (PyTorch parameter, s4tf field, layout).
 PARAMETERS = {
     layers.Conv2D: (("weight", "filter", _OIHW_TO_HWIO), ("bias", "bias", _SAME)),
+    layers.DepthwiseConv2D: (("weight", "filter", _DEPTHWISE), ("bias", "bias", _SAME)),
     layers.Dense: (("weight", "weight", _TRANSPOSED), ("bias", "bias", _SAME)),
     layers.BatchNorm: (("weight", "scale", _SAME), ("bias", "offset", _SAME),
                        ("running_mean", "running_mean", _SAME),
@@ -120,8 +125,27 @@ def _densenet_modules(model: DenseNet) -> dict:
     return table
 
 
+def _mobilenet_v2_modules(model: MobileNetV2) -> dict:
+    def conv_norm(torch_name: str, path: str) -> dict:   # torchvision's Conv2dNormActivation
+        return {f"{torch_name}.0": f"{path}.conv", f"{torch_name}.1": f"{path}.bn"}
+
+    table = {**conv_norm("features.0", "stem"), "classifier.1": "classifier",
+             **conv_norm(f"features.{len(model.blocks) + 1}", "head")}
+    for i, block in enumerate(model.blocks):
+        # torchvision's InvertedResidual.conv: [expand CNA,] depthwise CNA, Conv2d, BatchNorm.
+        torch_name, path, k = f"features.{i + 1}.conv", f"blocks.{i}", 0
+        if block.expand is not None:
+            table.update(conv_norm(f"{torch_name}.0", f"{path}.expand"))
+            k = 1
+        table.update(conv_norm(f"{torch_name}.{k}", f"{path}.depthwise"))
+        table[f"{torch_name}.{k + 1}"] = f"{path}.project.conv"
+        table[f"{torch_name}.{k + 2}"] = f"{path}.project.bn"
+    return table
+
+
 # s4tf model class -> its table: {torchvision module name: s4tf layer path or Flattened}.
-MODULE_TABLES = {DenseNet: _densenet_modules, ResNet: _resnet_modules, VGG: _vgg_modules}
+MODULE_TABLES = {DenseNet: _densenet_modules, MobileNetV2: _mobilenet_v2_modules,
+                 ResNet: _resnet_modules, VGG: _vgg_modules}
 
 
 def _layer_at(model, path: str):
@@ -173,7 +197,8 @@ def load_torchvision(model, path):
     file can run code). The s4tf model must have the torchvision model's
     architecture: ``models.ResNet(depth=50)`` for ``resnet50``,
     ``models.VGG(depth=16)`` for ``vgg16``, ``models.DenseNet121()`` for
-    ``densenet121`` (with ``classes=`` the torchvision model's
+    ``densenet121``, ``models.MobileNetV2(width_multiplier=w)`` for
+    ``mobilenet_v2(width_mult=w)`` (with ``classes=`` the torchvision model's
     ``num_classes``). Layouts are converted (OIHW filters to HWIO, dense
     weights transposed, VGG's flattened features reordered for NHWC) and
     values cast to the model's dtypes, so the loaded model gives
@@ -182,7 +207,7 @@ def load_torchvision(model, path):
 
     Parameters
     ----------
-    model : ResNet, VGG or DenseNet
+    model : ResNet, VGG, DenseNet or MobileNetV2
         A model of the torchvision model's architecture (its weights are replaced).
     path : str or os.PathLike
         The safetensors file.

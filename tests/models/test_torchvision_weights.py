@@ -188,3 +188,59 @@ def test_densenet_gives_torchvisions_logits(tmp_path):
     model = DenseNet(block_sizes=(2, 3), growth_rate=4, initial_features=8, bottleneck_size=2,
                      classes=5)
     _assert_same_logits(torch, reference, model, tmp_path / "d.safetensors", 35)
+
+
+def test_mobilenet_v2_keys_map_with_depthwise_filters_converted(tmp_path):
+    model = s4tf.models.MobileNetV2(width_multiplier=0.25, classes=3)
+    state = {}
+    for name, value in _mobilenet_v2_shapes(model).items():
+        state[name] = np.random.default_rng(len(state)).normal(size=value).astype(np.float32)
+    save_file(state, tmp_path / "m.safetensors")
+    loaded = load_torchvision(model, tmp_path / "m.safetensors")
+    # Block 1 (expansion 6): conv.0 expands, conv.1 is depthwise, conv.2/conv.3 project.
+    depthwise = state["features.2.conv.1.0.weight"]            # (C, 1, 3, 3)
+    np.testing.assert_array_equal(loaded.blocks[1].depthwise.conv.filter.numpy(),
+                                  depthwise.transpose(2, 3, 0, 1))
+    np.testing.assert_array_equal(loaded.blocks[0].project.bn.scale.numpy(),
+                                  state["features.1.conv.2.weight"])   # block 0 has no expand
+    np.testing.assert_array_equal(loaded.classifier.weight.numpy(), state["classifier.1.weight"].T)
+
+
+def _mobilenet_v2_shapes(model) -> dict:
+    """torchvision mobilenet_v2's state_dict shapes for ``model``'s channel counts."""
+    shapes = {}
+
+    def conv_norm(name, conv):
+        filt = conv.conv.filter.shape
+        if isinstance(conv.conv, s4tf.layers.DepthwiseConv2D):
+            shapes[f"{name}.0.weight"] = (filt[2], 1, filt[0], filt[1])
+        else:
+            shapes[f"{name}.0.weight"] = (filt[3], filt[2], filt[0], filt[1])
+        channels = conv.bn.scale.shape[0]
+        for part in ("weight", "bias", "running_mean", "running_var"):
+            shapes[f"{name}.1.{part}"] = (channels,)
+
+    conv_norm("features.0", model.stem)
+    for i, block in enumerate(model.blocks):
+        k = 0
+        if block.expand is not None:
+            conv_norm(f"features.{i + 1}.conv.0", block.expand)
+            k = 1
+        conv_norm(f"features.{i + 1}.conv.{k}", block.depthwise)
+        filt = block.project.conv.filter.shape
+        shapes[f"features.{i + 1}.conv.{k + 1}.weight"] = (filt[3], filt[2], 1, 1)
+        for part in ("weight", "bias", "running_mean", "running_var"):
+            shapes[f"features.{i + 1}.conv.{k + 2}.{part}"] = (filt[3],)
+    conv_norm(f"features.{len(model.blocks) + 1}", model.head)
+    shapes["classifier.1.weight"] = tuple(model.classifier.weight.shape[::-1])
+    shapes["classifier.1.bias"] = tuple(model.classifier.bias.shape)
+    return shapes
+
+
+def test_mobilenet_v2_gives_torchvisions_logits(tmp_path):
+    torch, torchvision = import_torchvision()
+    torch.manual_seed(4)
+    reference = torchvision.models.mobilenet_v2(weights=None, width_mult=0.25, num_classes=5)
+    _randomize_batchnorm(torch, reference)
+    model = s4tf.models.MobileNetV2(width_multiplier=0.25, classes=5)
+    _assert_same_logits(torch, reference, model, tmp_path / "m.safetensors", 37)
