@@ -20,6 +20,7 @@ from ..creation import _from_numpy
 from ..dtypes import as_dtype
 from ..tensor import Tensor
 from .atomic import write_atomically
+from .key_report import mismatch_lines
 from .structure import CheckpointError, decode, encode
 
 __all__ = ["load", "save"]
@@ -229,13 +230,10 @@ def _check_keys(expected: dict, arrays: dict, path, model_name: str) -> None:
             misshaped.append(f"{key}: file has {got[1]} {got[0]}, model expects {want[1]} {want[0]}")
     if not (missing or unexpected or misshaped):
         return
-    lines = [f"The checkpoint {os.fspath(path)!r} does not fit the {model_name} passed as like=:"]
-    if missing:
-        lines.append(f"  missing keys (in the model, not in the file): {', '.join(missing)}")
-    if unexpected:
-        lines.append(f"  unexpected keys (in the file, not in the model): {', '.join(unexpected)}")
-    if misshaped:
-        lines.append("  mis-shaped keys:\n    " + "\n    ".join(misshaped))
+    lines = [f"The checkpoint {os.fspath(path)!r} does not fit the {model_name} passed as like=:",
+             *mismatch_lines(missing, unexpected, misshaped,
+                             missing_means="in the model, not in the file",
+                             unexpected_means="in the file, not in the model")]
     lines.append("Build like= with the same architecture and hyperparameters as the saved "
                  "model, or load without like= to rebuild the saved one.")
     raise CheckpointError("\n".join(lines))

@@ -34,6 +34,7 @@ import os
 import numpy as np
 
 from ..checkpoint.files import read_arrays, restore
+from ..checkpoint.key_report import mismatch_lines
 from ..checkpoint.structure import CheckpointError
 from .transformer import _GPT2_SIZES, TransformerLM
 
@@ -240,13 +241,7 @@ def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, pa
                  if key in arrays and tuple(arrays[key].shape) != shape]
     not_float = [f"{key}: {arrays[key].dtype}" for key in sorted(set(expected) & set(arrays))
                  if not np.issubdtype(arrays[key].dtype, np.floating)]
-    lines = []
-    if missing:
-        lines.append(f"  missing keys: {', '.join(missing)}")
-    if unexpected:
-        lines.append(f"  unexpected keys: {', '.join(unexpected)}")
-    if misshaped:
-        lines.append("  mis-shaped keys:\n    " + "\n    ".join(misshaped))
+    lines = mismatch_lines(missing, unexpected, misshaped)
     if not_float:
         lines.append(f"  keys that are not floating point: {', '.join(not_float)}")
     if "lm_head.weight" in arrays and "wte.weight" in arrays and not (

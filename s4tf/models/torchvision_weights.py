@@ -23,7 +23,8 @@ import typing
 import numpy as np
 
 from .. import layers
-from ..checkpoint.files import restore
+from ..checkpoint.files import read_arrays, restore
+from ..checkpoint.key_report import mismatch_lines
 from ..checkpoint.structure import CheckpointError, encode
 from ..tensor import Tensor
 from .densenet import DenseNet
@@ -171,24 +172,6 @@ def _expected(model, table, fields: dict) -> dict:
     return expected
 
 
-def _read(path) -> dict:
-    from safetensors import safe_open
-
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No file at {path!r}; save the state_dict there first (see "
-                                "s4tf.models.load_torchvision).")
-    try:
-        with safe_open(path, framework="numpy") as file:
-            return {key: file.get_tensor(key) for key in file.keys()}
-    except Exception as error:
-        raise CheckpointError(
-            f"{path!r} is not a safetensors file ({error}). Save the torchvision weights with "
-            "safetensors.torch.save_file(model.state_dict(), path); pickle files (.pt, .pth) "
-            "are never loaded because unpickling can run arbitrary code."
-        ) from None
-
-
 def load_torchvision(model, path):
     """A copy of ``model`` holding the torchvision weights saved in the safetensors file ``path``.
 
@@ -247,7 +230,9 @@ def load_torchvision(model, path):
     fields: dict = {}
     encode(model, fields)
     expected = _expected(model, table, fields)
-    arrays = {key: array for key, array in _read(path).items()
+    arrays, _ = read_arrays(path, written_by="safetensors.torch.save_file(model.state_dict(), "
+                                             "path) on the PyTorch side")
+    arrays = {key: array for key, array in arrays.items()
               if not key.endswith(".num_batches_tracked")}
     _check(model, path, expected, arrays, fields)
     converted = {}
@@ -282,12 +267,7 @@ def _check(model, path, expected: dict, arrays: dict, fields: dict) -> None:
         return
     lines = [f"The torchvision weights in {os.fspath(path)!r} do not fit the "
              f"{type(model).__name__} given:"]
-    if missing:
-        lines.append(f"  missing keys (the model needs them, the file lacks them): {', '.join(missing)}")
-    if unexpected:
-        lines.append(f"  unexpected keys (in the file, no place in the model): {', '.join(unexpected)}")
-    if misshaped:
-        lines.append("  mis-shaped keys (PyTorch layout):\n    " + "\n    ".join(misshaped))
+    lines += mismatch_lines(missing, unexpected, misshaped, misshaped_means="PyTorch layout")
     if unfilled:
         lines.append(f"  model fields no torchvision key fills: {', '.join(unfilled)}")
     lines.append("Build the s4tf model with the torchvision model's architecture (e.g. "

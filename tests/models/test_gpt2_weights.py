@@ -75,8 +75,8 @@ def test_keys_that_do_not_fit_are_all_listed(tmp_path):
     with pytest.raises(CheckpointError) as error:
         load_gpt2(path, heads=2)
     message = str(error.value)
-    assert "missing keys: h.1.ln_2.bias" in message
-    assert "unexpected keys: h.0.attn.rotary.weight" in message
+    assert "missing keys (the model needs them, the file lacks them): h.1.ln_2.bias" in message
+    assert "unexpected keys (in the file, no place in the model): h.0.attn.rotary.weight" in message
     assert "h.0.attn.c_attn.weight: file has (8, 8), expected (8, 24)" in message
 
 

@@ -115,7 +115,7 @@ def test_pickle_files_are_refused_with_the_way_to_convert(tmp_path):
     path.write_bytes(b"\x80\x04\x95 not a safetensors file")
     with pytest.raises(s4tf.checkpoint.CheckpointError, match=r"safetensors\.torch\.save_file.*never loaded"):
         load_torchvision(ResNet(depth=18, width=2), path)
-    with pytest.raises(FileNotFoundError, match="No file at"):
+    with pytest.raises(FileNotFoundError, match="No checkpoint at"):
         load_torchvision(ResNet(depth=18, width=2), tmp_path / "absent.safetensors")
 
 
