@@ -199,3 +199,13 @@ def test_neumf_negatives_are_never_items_the_user_interacted_with():
                                          np.array([0, 2, 0, 1]), 50)
     assert (negatives[[0, 2]] == 5).all()
     assert not seen[2, negatives[1]].any()
+
+
+def test_lenet_main_job_one_epoch_on_digits_learns_and_reloads(tmp_path):
+    example = load_example("lenet_mnist")
+    output = tmp_path / "lenet.safetensors"
+    accuracy = example.main(["--data", "digits", "--epochs", "1", "--output", str(output),
+                             "--no-progress"])
+    assert accuracy > 0.5       # ten classes: one epoch is already far above chance
+    reloaded = s4tf.load(str(output))
+    assert isinstance(reloaded, s4tf.models.LeNet)
