@@ -61,6 +61,8 @@ class BatchNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros) and ``scale`` (ones) of shape ``(feature_count,)``;
     ``running_mean`` (zeros) and ``running_variance`` (ones), State cells.
 
@@ -129,6 +131,8 @@ class LayerNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros), ``scale`` (ones), shape ``(feature_count,)``.
 
     Examples
@@ -193,6 +197,8 @@ class GroupNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros), ``scale`` (ones), shape ``(feature_count,)``.
 
     Examples
@@ -237,6 +243,8 @@ class InstanceNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros), ``scale`` (ones), shape ``(feature_count,)``.
 
     Examples
