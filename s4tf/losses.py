@@ -305,6 +305,8 @@ def softmax_cross_entropy(*, logits, labels, reduction: str = "mean"):
     reduction : {"mean", "sum", "none"}
         Over the per-sample losses (shape ``logits.shape[:-1]``).
 
+    Notes
+    -----
     Uses ``log_softmax`` (shifted by the row maximum), so logits around 1e4
     give exact, finite losses and gradients.
 

@@ -30,6 +30,8 @@ class Dense(Layer):
         ``(shape, dtype) -> Tensor``; biases start at zero.
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``weight`` ``(input_size, output_size)`` and ``bias``
     ``(output_size,)``. Inputs of any rank >= 1 are accepted; the last axis is
     the feature axis.

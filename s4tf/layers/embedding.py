@@ -24,6 +24,8 @@ class Embedding(Layer):
         ``Tensor(randomUniform:)``.
     dtype : DType, default float32
 
+    Notes
+    -----
     Field: ``embeddings`` of shape ``(vocabulary_size, embedding_size)``. The
     output has shape ``indices.shape + (embedding_size,)``; the gather's
     derivative adds into one buffer (S4TF's in-place pullback).

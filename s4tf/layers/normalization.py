@@ -62,6 +62,8 @@ class BatchNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros) and ``scale`` (ones) of shape ``(feature_count,)``;
     ``running_mean`` (zeros) and ``running_variance`` (ones), State cells.
 
@@ -131,6 +133,8 @@ class LayerNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros), ``scale`` (ones), shape ``(feature_count,)``.
 
     Examples
@@ -196,6 +200,8 @@ class GroupNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros), ``scale`` (ones), shape ``(feature_count,)``.
 
     Examples
@@ -242,6 +248,8 @@ class InstanceNorm(Layer):
     epsilon : float, default 0.001
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``offset`` (zeros), ``scale`` (ones), shape ``(feature_count,)``.
 
     Examples

@@ -46,6 +46,8 @@ class SimpleRNNCell(Layer):
     weight_initializer : callable, default glorot_uniform
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``weight`` ``(input_size + hidden_size, hidden_size)`` whose first
     ``input_size`` rows multiply the input, and ``bias`` ``(hidden_size,)``.
 
@@ -102,6 +104,8 @@ class LSTMCell(Layer):
     weight_initializer : callable, default glorot_uniform
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``fused_weight`` ``(input_size + hidden_size, 4 * hidden_size)`` and
     ``fused_bias`` ``(4 * hidden_size,)`` (zeros).
 
@@ -170,6 +174,8 @@ class GRUCell(Layer):
     weight_initializer : callable, default glorot_uniform
     dtype : DType, default float32
 
+    Notes
+    -----
     Fields: ``update_kernel``, ``reset_kernel``, ``output_kernel``
     ``(input_size, hidden_size)``; ``update_recurrent_kernel``,
     ``reset_recurrent_kernel``, ``output_recurrent_kernel``

@@ -45,6 +45,8 @@ class RNN(Layer):
         layer with ``cell(input, state) -> (output, state)`` and
         ``zero_state(batch_size)``), kept in the field ``cell``.
 
+    Notes
+    -----
     Calling ``rnn(inputs, initial_state=None)`` returns the list of outputs;
     ``rnn.last_output(inputs, initial_state=None)`` only the last one.
 
@@ -156,6 +158,8 @@ class Bidirectional(Layer):
         axis); applied to every tensor of structured outputs (an LSTM's
         ``State`` merges its ``cell`` and ``hidden`` parts).
 
+    Notes
+    -----
     Fields ``forward`` and ``backward`` are :class:`RNN` layers (each keeps its
     cell in ``cell``). ``initial_state=`` takes a pair ``(forward_state,
     backward_state)``. The outputs are aligned in time: output ``t`` merges the
