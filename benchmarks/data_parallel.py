@@ -107,8 +107,7 @@ def run_jax(model_name: str, count: int, images, labels, steps: int, warmup: int
     else:
         import equinox as eqx
 
-        model, bn_state = eqx.nn.make_with_state(zoo_step.equinox_model)(
-            zoo_step.MODELS["resnet20"], jax.random.PRNGKey(0))
+        model, bn_state = zoo_step.equinox_model_and_state(zoo_step.MODELS["resnet20"])
         params, static = eqx.partition(model, eqx.is_inexact_array)
         params, bn_state = jax.device_put((params, bn_state), replicated)
         x = jax.device_put(images.transpose(0, 3, 1, 2), split)

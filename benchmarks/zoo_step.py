@@ -249,12 +249,27 @@ def equinox_model(spec: dict, key):
     return Network(blocks, eqx.nn.Linear(last, 10, key=next(keys)))
 
 
+def equinox_model_and_state(spec: dict):
+    """The Equinox network and its BatchNorm state, in float32.
+
+    s4tf's xla backend switches JAX to 64-bit mode, in which Equinox would
+    initialise float64 weights; the comparison is float32 on every side.
+    """
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    pair = eqx.nn.make_with_state(equinox_model)(spec, jax.random.PRNGKey(0))
+    return jax.tree_util.tree_map(
+        lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, pair)
+
+
 def run_equinox(spec: dict, images, labels, steps: int, warmup: int) -> dict:
     import equinox as eqx
     import jax
     import jax.numpy as jnp
 
-    model, state = eqx.nn.make_with_state(equinox_model)(spec, jax.random.PRNGKey(0))
+    model, state = equinox_model_and_state(spec)
     params, static = eqx.partition(model, eqx.is_inexact_array)
     velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
     x = jnp.asarray(images).transpose(0, 3, 1, 2)
