@@ -1,6 +1,6 @@
 """Train a CIFAR-style ResNet (He et al. 2016, 6n+2 layers) with s4tf.TrainingLoop.
 
-    python examples/resnet_cifar.py                      # offline: the Shapes set, ResNet-20
+    python examples/resnet_cifar.py                      # offline: Shapes, ResNet-20, ~7 min
     python examples/resnet_cifar.py --data cifar10       # CIFAR-10 from --root or S4TF_DATA_DIR
     python examples/resnet_cifar.py --depth 56 --backend xla
     python examples/resnet_cifar.py --smoke              # a tiny run, for tests
@@ -11,21 +11,32 @@ needs no network and learns something real. ``--data cifar10`` reads
 ``cifar-10-python.tar.gz`` (or its extracted ``cifar-10-batches-py/``) from
 ``--root`` and downloads it there when missing and online. The trained model is
 saved with ``s4tf.save`` and reloaded with ``s4tf.load(path)`` to check the file.
+
+The default backend is xla when JAX is installed: a ResNet-20 step at batch 64
+runs ~6x faster there than on the naive NumPy backend on a CPU
+(``benchmarks/zoo_step.py``). The default run (4,000 Shapes images, 8 epochs)
+reached 99.2 % validation accuracy in ~7 minutes on 2 shared cores, next to
+99.8 % for the same network in PyTorch (``benchmarks/resnet_shapes_accuracy.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 
 import s4tf
 from s4tf import datasets, models, optimizers
 
 _SETTINGS = {
-    # Shapes: ResNet-20 reaches > 90 % validation accuracy in 8 epochs.
+    # Shapes (4,000 training images): ResNet-20 reaches ~99 % validation accuracy in 8 epochs.
     "shapes": {"epochs": 8, "batch_size": 64, "learning_rate": 2e-3},
     "cifar10": {"epochs": 30, "batch_size": 128, "learning_rate": 1e-3},
 }
+
+
+def _default_backend() -> str:
+    return "xla" if importlib.util.find_spec("jax") is not None else "naive"
 
 
 def parse_arguments(argv=None) -> argparse.Namespace:
@@ -37,7 +48,8 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--learning-rate", type=float, default=None)
-    parser.add_argument("--backend", default=None, choices=("naive", "xla"))
+    parser.add_argument("--backend", default=_default_backend(), choices=("naive", "xla"),
+                        help="xla (default when JAX is installed) or naive")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default="resnet.safetensors", help="where to save the model")
     parser.add_argument("--smoke", action="store_true",
@@ -59,7 +71,8 @@ def load_data(arguments):
     if arguments.smoke:
         return datasets.Shapes(batch_size=arguments.batch_size, training_size=64,
                                validation_size=32, seed=arguments.seed)
-    return datasets.Shapes(batch_size=arguments.batch_size, seed=arguments.seed)
+    return datasets.Shapes(batch_size=arguments.batch_size, training_size=4000,
+                           seed=arguments.seed)
 
 
 def main(argv=None) -> float:

@@ -64,7 +64,7 @@ def test_wave_simulation_conserves_a_flat_surface_and_spreads_a_bump():
 def test_resnet_smoke_run_trains_and_its_checkpoint_reloads_without_like(tmp_path):
     example = load_example("resnet_cifar")
     output = tmp_path / "resnet.safetensors"
-    accuracy = example.main(["--smoke", "--output", str(output), "--no-progress"])
+    accuracy = example.main(["--smoke", "--backend", "naive", "--output", str(output), "--no-progress"])
     assert 0.0 <= accuracy <= 1.0
     reloaded = s4tf.load(str(output))
     assert isinstance(reloaded, s4tf.models.ResNet)
