@@ -34,11 +34,15 @@ class Autoencoder(Layer):
         Widths of the encoder's hidden layers (the decoder uses them reversed).
     code_size : int, default 3
 
+    Notes
+    -----
     Fields: ``encoder`` and ``decoder`` (lists of :class:`s4tf.layers.Dense`).
     ``encode(x)`` gives the code ``(batch, code_size)``, ``decode(code)`` the
     reconstruction, and ``model(x) == decode(encode(x))``.
 
-    References: swift-models ``Autoencoder/Autoencoder1D/main.swift``.
+    References
+    ----------
+    swift-models ``Autoencoder/Autoencoder1D/main.swift``.
 
     Examples
     --------
@@ -108,12 +112,16 @@ class Autoencoder2D(Layer):
         Height and width of the square input images.
     channels : int, default 1
 
+    Notes
+    -----
     Fields: ``encoder1`` ... ``encoder6`` (convolutions and pools),
     ``decoder1`` ... ``decoder6`` (convolutions and upsamplings) and
     ``output``; ``encode``, ``decode`` and ``__call__`` as in
     :class:`Autoencoder`.
 
-    References: swift-models ``Autoencoder/Autoencoder2D/main.swift`` (which
+    References
+    ----------
+    swift-models ``Autoencoder/Autoencoder2D/main.swift`` (which
     flattens inputs and outputs to 784; this one keeps NHWC images).
 
     Examples

@@ -109,6 +109,8 @@ class DenseNet(Layer):
     channels : int, default 3
         Input channels.
 
+    Notes
+    -----
     Fields: ``conv0``, ``norm0``, ``pool0``, ``dense_blocks``,
     ``transitions`` (one fewer), ``norm5``, ``pool``, ``classifier``.
 

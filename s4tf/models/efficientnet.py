@@ -110,6 +110,8 @@ class EfficientNet(Layer):
         stage, at B0's scale (torchvision's ``inverted_residual_setting``
         before scaling); the default is B0's seven stages.
 
+    Notes
+    -----
     Parameter counts at ``classes=1000`` (torchvision's): B0 5,288,548;
     B1 7,794,184; B2 9,109,994; B3 12,233,232; B4 19,341,616; B5 30,389,784;
     B6 43,040,704; B7 66,347,960.

@@ -162,7 +162,9 @@ class GAN(_Adversarial):
     image_size : int, default 784
         Features of a flattened image (height * width * channels).
 
-    References: Goodfellow et al., "Generative Adversarial Nets" (2014);
+    References
+    ----------
+    Goodfellow et al., "Generative Adversarial Nets" (2014);
     swift-models ``GAN/main.swift``.
 
     Examples
@@ -303,7 +305,9 @@ class DCGAN(_Adversarial):
         Height and width; a multiple of 4.
     channels : int, default 1
 
-    References: Radford, Metz and Chintala, "Unsupervised Representation
+    References
+    ----------
+    Radford, Metz and Chintala, "Unsupervised Representation
     Learning with Deep Convolutional GANs" (2016); swift-models
     ``DCGAN/main.swift``.
 

@@ -80,6 +80,8 @@ class MobileNetV1(Layer):
         The depthwise-separable blocks; the default is Keras's 13 (filters
         before ``width_multiplier``).
 
+    Notes
+    -----
     Parameter count (trainable, as Keras reports it): 4,231,976 at
     ``width_multiplier=1.0, classes=1000``.
 

@@ -81,6 +81,8 @@ class MobileNetV2(Layer):
         default is the paper's Table 2. Channels are scaled by
         ``width_multiplier``.
 
+    Notes
+    -----
     Parameter count: 3,504,872 at ``width_multiplier=1.0, classes=1000``
     (torchvision's).
 

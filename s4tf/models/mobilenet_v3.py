@@ -118,6 +118,8 @@ class MobileNetV3(Layer):
         ``inverted_residual_setting``, channels before ``width_multiplier``);
         the default is the size's table from the paper.
 
+    Notes
+    -----
     Parameter counts at ``width_multiplier=1.0, classes=1000``: 5,483,032
     (large) and 2,542,856 (small), torchvision's.
 

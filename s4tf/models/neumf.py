@@ -42,6 +42,8 @@ class NeuMF(Layer):
         The MLP's layer widths; the first is the concatenated user and item
         embedding, so it must be even.
 
+    Notes
+    -----
     Input: int tensor ``(batch, 2)`` of ``(user, item)`` ids. Fields:
     ``mf_user_embedding``, ``mf_item_embedding``, ``mlp_user_embedding``,
     ``mlp_item_embedding``, ``mlp_layers`` (list of Dense) and
@@ -49,7 +51,9 @@ class NeuMF(Layer):
     mlp_sizes[0] / 2)`` plus the dense layers; 100 users, 50 items and the
     defaults give 8,761.
 
-    References: He et al., "Neural Collaborative Filtering" (WWW 2017);
+    References
+    ----------
+    He et al., "Neural Collaborative Filtering" (WWW 2017);
     swift-models ``Models/Recommendation/NeuMF.swift`` (without its unused
     regularisation settings).
 

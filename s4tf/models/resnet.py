@@ -213,6 +213,8 @@ class ResNet(Layer):
     channels : int, default 3
         Input channels.
 
+    Notes
+    -----
     Fields: ``conv1``, ``bn1``, ``maxpool`` (None for CIFAR), ``blocks`` (a
     list of :class:`BasicBlock` or :class:`Bottleneck`, stage after stage),
     ``pool`` and ``fc``; ``stem`` and ``stage_sizes`` (blocks per stage).

@@ -131,6 +131,8 @@ class ResNetV2(Layer):
     channels : int, default 3
         Input channels.
 
+    Notes
+    -----
     Fields: ``conv1``, ``maxpool`` (None for CIFAR), ``blocks``, ``bn``
     (the final BatchNorm), ``pool``, ``fc``; ``stem``, ``stage_sizes``.
 

@@ -94,6 +94,8 @@ class ShuffleNetV2(Layer):
     stage_repeats : sequence of 3 ints, default (4, 8, 4)
         Units per stage (torchvision's ``stages_repeats``).
 
+    Notes
+    -----
     Parameter counts at ``classes=1000`` (torchvision's): 1,366,792 (0.5),
     2,278,604 (1.0), 3,503,624 (1.5), 7,393,996 (2.0).
 

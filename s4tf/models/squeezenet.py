@@ -100,6 +100,8 @@ class SqueezeNet(Layer):
     classes : int, default 1000
     dropout : float, default 0.5
 
+    Notes
+    -----
     Parameter counts at ``classes=1000``: 1,248,424 (1.0) and 1,235,496 (1.1),
     torchvision's.
 

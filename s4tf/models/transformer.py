@@ -186,6 +186,8 @@ class TransformerLM(Layer):
     epsilon : float, default 1e-5
         LayerNorm epsilon.
 
+    Notes
+    -----
     Call it on int token ids ``(batch, length)`` with ``length <= context``; it
     returns logits ``(batch, length, vocab_size)`` where position ``t`` predicts
     token ``t + 1`` from tokens ``<= t`` only. Train with

@@ -61,7 +61,9 @@ class VAE(Layer):
     hidden_size : int, default 400
     latent_size : int, default 20
 
-    References: Kingma and Welling, "Auto-Encoding Variational Bayes" (2014);
+    References
+    ----------
+    Kingma and Welling, "Auto-Encoding Variational Bayes" (2014);
     swift-models ``Autoencoder/VAE1D/main.swift``.
 
     Examples

@@ -39,6 +39,8 @@ class VGG(Layer):
     channels : int, default 3
         Input channels.
 
+    Notes
+    -----
     Fields: ``features`` (the list of :class:`~s4tf.layers.Conv2D` and
     :class:`~s4tf.layers.MaxPool2D` layers, in order), ``avgpool``,
     ``flatten``, ``fc1``, ``dropout1``, ``fc2``, ``dropout2``, ``fc3``.

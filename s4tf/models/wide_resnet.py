@@ -40,6 +40,8 @@ class WideResNet(Layer):
     channels : int, default 3
         Input channels.
 
+    Notes
+    -----
     Fields: ``conv1``, ``blocks``, ``bn``, ``pool``, ``fc``; ``depth`` and
     ``width``.
 
