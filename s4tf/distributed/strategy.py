@@ -116,8 +116,8 @@ class Strategy:
                 raise ValueError(
                     f"{type(self).__name__}.shard: a batch of {size} examples does not divide "
                     f"across {count} devices. Use a batch size that is a multiple of {count} "
-                    f"(e.g. {multiple}), or drop or pad the last batch (TrainingLoop(strategy=...) "
-                    "pads and masks it for you).")
+                    f"(e.g. {multiple}), or drop the last batch (TrainingLoop(strategy=...) drops a "
+                    "short last batch for you).")
             return batch_layout
 
         return self._map(batch, "shard", layout)
