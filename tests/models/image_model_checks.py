@@ -6,9 +6,10 @@ import io
 
 import numpy as np
 import pytest
+from zoo_checks import running_cells
 
 import s4tf
-from s4tf import layers, optimizers
+from s4tf import optimizers
 
 
 def batch(shape, classes, seed=0):
@@ -16,23 +17,6 @@ def batch(shape, classes, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(shape).astype(np.float32),
             rng.integers(0, classes, size=shape[0]).astype(np.int32))
-
-
-def batch_norms(model) -> list[layers.BatchNorm]:
-    found = []
-
-    def walk(value):
-        if isinstance(value, layers.BatchNorm):
-            found.append(value)
-        elif isinstance(value, s4tf.Differentiable):
-            for name in type(value)._s4tf_all_fields:
-                walk(value.__dict__.get(name))
-        elif isinstance(value, list | tuple):
-            for item in value:
-                walk(item)
-
-    walk(model)
-    return found
 
 
 def _step(model, backend, images, labels, seed):
@@ -48,7 +32,7 @@ def _step(model, backend, images, labels, seed):
         model = opt.update(model, grads)
         s4tf.barrier()
         weights = [leaf.numpy() for leaf in s4tf.tree_leaves(model, differentiable=True)]
-        means = [bn.running_mean.value.numpy() for bn in batch_norms(model)]
+        means = [cell.value.numpy() for cell in running_cells(model)]
         return loss.item(), weights, means
 
 
@@ -80,26 +64,6 @@ def check_gradient_step_agrees(make_model, input_shape, classes, rtol=1e-3):
             f"{np.linalg.norm(xla - naive)}, the update's norm is {update}")
     for naive, xla in zip(means_naive, means_xla, strict=True):
         np.testing.assert_allclose(xla, naive, rtol=1e-4, atol=1e-5)
-
-
-def check_batch_norm_statistics_move_only_in_training(model, input_shape):
-    norms = batch_norms(model)
-    assert norms, "the model has no BatchNorm"
-    images, _ = batch(input_shape, 1, seed=3)
-    x = s4tf.Tensor(images)
-
-    def statistics():
-        return [np.concatenate([bn.running_mean.value.numpy(), bn.running_variance.value.numpy()])
-                for bn in norms]
-
-    start = statistics()
-    model(x)
-    for old, new in zip(start, statistics(), strict=True):
-        np.testing.assert_array_equal(old, new)
-    with s4tf.training():
-        model(x)
-    changed = sum(not np.array_equal(old, new) for old, new in zip(start, statistics(), strict=True))
-    assert changed == len(norms), f"{changed} of {len(norms)} BatchNorms updated in training"
 
 
 def check_summary(model, input_shape, total):

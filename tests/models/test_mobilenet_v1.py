@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from image_model_checks import (
-    check_batch_norm_statistics_move_only_in_training,
     check_gradient_step_agrees,
     check_save_load,
     check_summary,
 )
+from zoo_checks import assert_running_statistics_move_only_in_training
 
 import s4tf
 from s4tf.models import MobileNetV1
@@ -54,7 +54,7 @@ def test_forward_shape():
 
 
 def test_batch_norm_statistics_move_only_in_training():
-    check_batch_norm_statistics_move_only_in_training(MobileNetV1(**SMALL), (2, 32, 32, 3))
+    assert_running_statistics_move_only_in_training(MobileNetV1(**SMALL), (2, 32, 32, 3))
 
 
 def test_summary():

@@ -1,9 +1,7 @@
 """Torchvision as a reference for the zoo: import it when installed, copy its weights.
 
 Not a test module. ``torchvision_models()`` returns ``torchvision.models`` or
-None. The registry's torchvision wheel is a CUDA build whose custom ops fail
-to register against a CPU torch; its models never use those ops, so
-``torch.library.register_fake`` is a no-op while it is imported.
+None (the import goes through ``zoo_checks.load_torchvision_package``).
 
 ``with_torch_weights(model, reference)`` copies a torchvision model's
 convolutions, BatchNorms and linear layers into an s4tf model whose layers of
@@ -17,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 
 import numpy as np
+from zoo_checks import load_torchvision_package
 
 import s4tf
 from s4tf import layers
@@ -28,17 +27,10 @@ def torchvision_models():
     """``torchvision.models``, or None when torch or torchvision is not installed."""
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("torchvision") is None:
         return None
-    import torch.library
-
-    original = torch.library.register_fake
-    torch.library.register_fake = lambda *args, **kwargs: (lambda fn: fn)
     try:
-        import torchvision.models
+        return load_torchvision_package()[1].models
     except Exception:  # a torchvision that cannot load on this torch is absent for us
         return None
-    finally:
-        torch.library.register_fake = original
-    return torchvision.models
 
 
 def trainable_count(reference) -> int:

@@ -27,7 +27,7 @@ def assert_training_step_agrees_on_naive_and_xla(model, input_shape, classes: in
 
 def assert_running_statistics_move_only_in_training(model, input_shape):
     """An inference call leaves every BatchNorm's statistics alone; a training call moves them."""
-    cells = [leaf for leaf in _running_cells(model)]
+    cells = [leaf for leaf in running_cells(model)]
     assert cells, "the model has no BatchNorm"
     before = [cell.value.numpy().copy() for cell in cells]
     x = s4tf.random.normal(input_shape, seed=1)
@@ -40,16 +40,17 @@ def assert_running_statistics_move_only_in_training(model, input_shape):
                for cell, old in zip(cells, before, strict=True))
 
 
-def _running_cells(value, found=None):
+def running_cells(value, found=None):
+    """Every BatchNorm's running-mean and running-variance cells in ``value``, in field order."""
     found = [] if found is None else found
     if isinstance(value, s4tf.layers.BatchNorm):
         found += [value.running_mean, value.running_variance]
     elif isinstance(value, s4tf.Differentiable):
         for name in type(value)._s4tf_all_fields:
-            _running_cells(value.__dict__.get(name), found)
+            running_cells(value.__dict__.get(name), found)
     elif isinstance(value, list | tuple):
         for item in value:
-            _running_cells(item, found)
+            running_cells(item, found)
     return found
 
 
@@ -62,26 +63,31 @@ def summary_rows(model, input_shape, **options) -> list[str]:
     return lines[rules[0] + 1:rules[1]]
 
 
-def import_torchvision():
-    """``(torch, torchvision)``, or skip the test saying why.
+def load_torchvision_package():
+    """``(torch, torchvision)``; raises when either cannot be imported here.
 
     The registry's torchvision wheel is a CUDA build whose custom ops fail to
     register against a CPU torch; with ``torch.library.register_fake`` a no-op
     during the import, ``torchvision.models`` builds models fine.
     """
-    try:
-        import torch
-    except ImportError as error:
-        pytest.skip(f"torch is not importable ({error}); the comparison with torchvision needs it")
+    import torch
+
     register_fake = torch.library.register_fake
     torch.library.register_fake = lambda *args, **kwargs: (lambda fn: fn)
     try:
         import torchvision
-    except Exception as error:  # ImportError, or a RuntimeError from its compiled ops
-        pytest.skip(f"torchvision is not importable ({error})")
     finally:
         torch.library.register_fake = register_fake
     return torch, torchvision
+
+
+def import_torchvision():
+    """``(torch, torchvision)``, or skip the test saying why."""
+    try:
+        return load_torchvision_package()
+    except Exception as error:  # ImportError, or a RuntimeError from its compiled ops
+        pytest.skip(f"torch/torchvision is not importable ({error}); the comparison with "
+                    "torchvision needs them")
 
 
 def torch_parameter_count(module) -> int:
