@@ -166,7 +166,7 @@ class TransformerLM(Layer):
     LayerNorm epsilon is 1e-5 and weights start as N(0, 0.02) (residual
     projections scaled by ``1/sqrt(2 depth)``), as GPT-2. It matches Hugging
     Face's ``GPT2LMHeadModel`` (load its weights with
-    :meth:`from_gpt2_safetensors`) and swift-models' ``TransformerLM``.
+    :func:`s4tf.models.load_gpt2`) and swift-models' ``TransformerLM``.
 
     Parameters
     ----------
@@ -292,30 +292,6 @@ class TransformerLM(Layer):
         """
         block = 12 * width * width + 13 * width
         return vocab_size * width + context * width + depth * block + 2 * width
-
-    @classmethod
-    def from_gpt2_safetensors(cls, path, heads: int | None = None,
-                              dropout: float = 0.0) -> TransformerLM:
-        """A TransformerLM holding the GPT-2 weights of a Hugging Face safetensors file.
-
-        See :func:`s4tf.models.gpt2_weights.load_gpt2` (the same function).
-
-        Examples
-        --------
-        >>> import s4tf, numpy as np, tempfile, os
-        >>> from s4tf.models.gpt2_weights import gpt2_state_dict
-        >>> s4tf.random.seed(0)
-        >>> lm = s4tf.models.TransformerLM(vocab_size=7, context=4, width=8, depth=1, heads=2)
-        >>> from safetensors.numpy import save_file
-        >>> path = os.path.join(tempfile.mkdtemp(), "model.safetensors")
-        >>> save_file(gpt2_state_dict(lm), path)
-        >>> back = s4tf.models.TransformerLM.from_gpt2_safetensors(path, heads=2)
-        >>> x = s4tf.Tensor([[1, 2, 3]])
-        >>> bool(np.array_equal(back(x).numpy(), lm(x).numpy()))
-        True
-        """
-        from .gpt2_weights import load_gpt2
-        return load_gpt2(path, heads=heads, dropout=dropout)
 
     @property
     def context(self) -> int:

@@ -93,6 +93,7 @@ class TrainingLoop:
     >>> import s4tf
     >>> from s4tf import datasets, layers, optimizers
     >>> data = datasets.Digits(batch_size=64, seed=0)
+    >>> s4tf.random.seed(0)  # the initial weights, for a repeatable example
     >>> model = layers.Sequential(layers.Flatten(), layers.Dense(64, 10))
     >>> loop = s4tf.TrainingLoop(training=data.training, validation=data.validation,
     ...                          optimizer=optimizers.Adam(model, learning_rate=1e-2),

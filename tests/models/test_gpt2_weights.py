@@ -45,7 +45,7 @@ def test_round_trip_through_the_hugging_face_layout(tmp_path):
     saved["transformer.h.0.attn.bias"] = np.tril(np.ones((1, 1, 6, 6), dtype=np.float32))
     saved["transformer.h.0.attn.masked_bias"] = np.array(-1e4, dtype=np.float32)
     path = write(tmp_path / "model.safetensors", saved)
-    loaded = TransformerLM.from_gpt2_safetensors(path, heads=2)
+    loaded = s4tf.models.load_gpt2(path, heads=2)
     assert loaded.blocks[0].attention.heads == 2 and len(loaded.blocks) == 2
     np.testing.assert_array_equal(loaded(s4tf.Tensor(TOKENS)).numpy(),
                                   model(s4tf.Tensor(TOKENS)).numpy())
