@@ -8,7 +8,8 @@ from __future__ import annotations
 
 __all__ = ["RecompilationWarning", "metrics", "reset_metrics"]
 
-_EMPTY = {
+# Every counter with its value before anything ran (the backend's COUNTERS start here).
+ZERO_METRICS = {
     "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
     "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
     "collectives": (),
@@ -59,7 +60,7 @@ def metrics() -> dict:
     ([2.0, 2.0, 2.0], 1)
     """
     module = _loaded_metrics()
-    return module.metrics() if module is not None else dict(_EMPTY)
+    return module.metrics() if module is not None else dict(ZERO_METRICS)
 
 
 def reset_metrics() -> None:

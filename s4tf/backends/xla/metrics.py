@@ -13,15 +13,12 @@ import warnings
 from collections import Counter
 
 from ...autodiff.diagnostics import user_location, user_stacklevel
-from ...xla import RecompilationWarning
+from ...xla import ZERO_METRICS, RecompilationWarning
 
 __all__ = ["COUNTERS", "RecompilationWarning", "metrics", "note_compile", "reset_metrics"]
 
-_ZERO = {
-    "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
-    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
-    "collectives": (),
-}
+# The counters' names and zero values are s4tf.xla's: one table for both modules.
+_ZERO = ZERO_METRICS
 COUNTERS: dict = dict(_ZERO)
 
 # A place that compiles this many distinct traces is warming up (the first step
