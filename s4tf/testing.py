@@ -176,8 +176,20 @@ def _name(f):
     return getattr(f, "__name__", type(f).__name__)
 
 
+def _pullback_of(f, args, cotangent):
+    """``f``'s pullback at ``args`` applied to ``cotangent`` (NumPy arrays, one per output leaf)."""
+    from .autodiff import value_with_pullback
+
+    out, pb = value_with_pullback(*args, of=f)
+    out_leaves, out_def = tree_flatten(out, differentiable=True)
+    return pb(out_def.tangent_unflatten([
+        Tensor(c, dtype=leaf.dtype) if isinstance(leaf, Tensor) else float(c)
+        for c, leaf in zip(cotangent, out_leaves, strict=True)
+    ]))
+
+
 def _check_reverse(f, points, values, rng, eps, atol, rtol, label):
-    from .autodiff import gradient, value_with_pullback
+    from .autodiff import gradient
 
     scalar = len(values) == 1 and values[0].shape == ()
     cotangent = [np.ones(()) if scalar else rng.standard_normal(v.shape) for v in values]
@@ -187,13 +199,7 @@ def _check_reverse(f, points, values, rng, eps, atol, rtol, label):
         result = gradient(*args, of=f)
         how = "gradient"
     else:
-        out, pb = value_with_pullback(*args, of=f)
-        out_leaves, out_def = tree_flatten(out, differentiable=True)
-        seed = out_def.tangent_unflatten([
-            Tensor(c, dtype=leaf.dtype) if isinstance(leaf, Tensor) else float(c)
-            for c, leaf in zip(cotangent, out_leaves, strict=True)
-        ])
-        result = pb(seed)
+        result = _pullback_of(f, args, cotangent)
         how = "pullback with a random cotangent"
     results = (result,) if len(points) == 1 else result
     expected = _numeric_gradient(f, points, cotangent, eps)
@@ -230,16 +236,8 @@ def _zero_if_none(got, want):
 
 def _projected_vjp(f, points, cotangent, weights):
     """``x -> <weights, pullback_x(cotangent)>``: a scalar whose derivative is a Hessian row."""
-    from .autodiff import value_with_pullback
-
     def projected(*args):
-        out, pb = value_with_pullback(*args, of=f)
-        out_leaves, out_def = tree_flatten(out, differentiable=True)
-        seed = out_def.tangent_unflatten([
-            Tensor(c, dtype=leaf.dtype) if isinstance(leaf, Tensor) else float(c)
-            for c, leaf in zip(cotangent, out_leaves, strict=True)
-        ])
-        tangents = pb(seed)
+        tangents = _pullback_of(f, args, cotangent)
         tangents = (tangents,) if len(points) == 1 else tangents
         total = 0.0
         for point, tangent, ws in zip(points, tangents, weights, strict=True):

@@ -22,13 +22,6 @@ __all__ = ["AlphaDropout", "Dropout", "GaussianDropout", "GaussianNoise"]
 _ALPHA_PRIME = -1.7580993408473766
 
 
-def _check_probability(layer_name: str, probability: float) -> None:
-    if not 0.0 <= probability < 1.0:
-        raise ValueError(
-            f"{layer_name}: probability must be in [0, 1), got {probability}. It is the "
-            "fraction of elements dropped; 1 would drop everything."
-        )
-
 
 def _draw(kind, input, shape=None, **kwargs):
     """A random tensor typed like ``input`` on its backend, shaped like it unless ``shape``."""
@@ -42,7 +35,21 @@ def _keep_mask(input, probability, shape=None):
     return cast(greater_equal(uniform, probability), dtype=input.dtype)
 
 
-class Dropout(Layer):
+class _Dropping(Layer):
+    """A layer that drops (or perturbs) each element with ``probability`` in training."""
+
+    probability: float = no_derivative()
+
+    def __init__(self, probability: float):
+        if not 0.0 <= probability < 1.0:
+            raise ValueError(
+                f"{type(self).__name__}: probability must be in [0, 1), got {probability}. It "
+                "is the fraction of elements dropped; 1 would drop everything."
+            )
+        self.probability = probability
+
+
+class Dropout(_Dropping):
     """Zeroes each element with ``probability`` in training and scales the rest by ``1/(1-p)``.
 
     Examples
@@ -55,12 +62,6 @@ class Dropout(Layer):
     ...     sorted(set(drop(s4tf.ones([100])).tolist()))
     [0.0, 2.0]
     """
-
-    probability: float = no_derivative()
-
-    def __init__(self, probability: float):
-        _check_probability("Dropout", probability)
-        self.probability = probability
 
     def __call__(self, input):
         if self.probability == 0.0 or not layer_is_training(self, input):
@@ -94,7 +95,7 @@ class GaussianNoise(Layer):
         return input + _draw(_random.normal, input, stddev=self.standard_deviation)
 
 
-class GaussianDropout(Layer):
+class GaussianDropout(_Dropping):
     """Multiplies by normal noise of mean 1 and variance ``p / (1 - p)`` in training.
 
     Examples
@@ -105,12 +106,6 @@ class GaussianDropout(Layer):
     [1.0, 1.0]
     """
 
-    probability: float = no_derivative()
-
-    def __init__(self, probability: float):
-        _check_probability("GaussianDropout", probability)
-        self.probability = probability
-
     def __call__(self, input):
         if not layer_is_training(self, input):
             return input
@@ -118,7 +113,7 @@ class GaussianDropout(Layer):
         return input * _draw(_random.normal, input, mean=1.0, stddev=stddev)
 
 
-class AlphaDropout(Layer):
+class AlphaDropout(_Dropping):
     """Dropout for SELU networks: keeps the mean and variance of its input in training.
 
     Dropped elements are set to SELU's saturation value ``alpha'``, and an affine
@@ -131,12 +126,6 @@ class AlphaDropout(Layer):
     >>> layer(s4tf.ones([2])).tolist()
     [1.0, 1.0]
     """
-
-    probability: float = no_derivative()
-
-    def __init__(self, probability: float):
-        _check_probability("AlphaDropout", probability)
-        self.probability = probability
 
     def __call__(self, input):
         p = self.probability
