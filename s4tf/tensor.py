@@ -13,6 +13,7 @@ import numpy as np
 
 from . import dtypes as _dtypes
 from .backends.base import current_backend, get_backend_object
+from .non_differentiable import NonDifferentiableError, non_differentiable
 
 __all__ = ["Tensor"]
 
@@ -69,7 +70,7 @@ def _traced_tensor(data, dtype) -> Tensor:
         if dtype is None:
             dtype = _first_dtype(data)
         return _ops.stack([Tensor(x, dtype) for x in data])
-    from .autodiff.tracer import is_float_like
+    from .ops.tracer import is_float_like
 
     if is_float_like(data):
         # A Python float being differentiated: like Tensor(1.5), a float32 scalar.
@@ -86,7 +87,7 @@ def _first_dtype(data) -> _dtypes.DType:
     while isinstance(first, list | tuple) and first:
         first = first[0]
     if isinstance(first, Tensor) and first._traced:
-        from .autodiff.tracer import is_float_like
+        from .ops.tracer import is_float_like
 
         return _dtypes.float32 if is_float_like(first) else first.dtype
     return _infer_dtype(data)
@@ -135,8 +136,6 @@ class Tensor:
                 else:
                     source = data
             except TypeError as error:
-                from .autodiff.diagnostics import NonDifferentiableError
-
                 if not isinstance(error, NonDifferentiableError):
                     raise
                 # A list holding values being differentiated: stack them, differentiably.
@@ -391,10 +390,14 @@ class Tensor:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         # `ndarray + tensor` lands here; answer with a Tensor. Other NumPy calls on a
         # tensor are not part of the op library (inside AD they are an error).
-        op = _ops.UFUNCS.get(ufunc.__name__)
-        if method != "__call__" or op is None or kwargs:
-            return NotImplemented
-        return op(*inputs)
+        name = ufunc.__name__
+        op = _ops.UFUNCS.get(name)
+        if method == "__call__" and op is not None and not kwargs:
+            if not self._traced or name in _ops.ARITHMETIC_UFUNCS:
+                return op(*inputs)
+        if self._traced:
+            raise non_differentiable(f"The NumPy function numpy.{name}")
+        return NotImplemented
 
     # Methods with NumPy names.
     def reshape(self, *shape) -> Tensor:
@@ -464,8 +467,8 @@ class Tensor:
         return value
 
 
-from . import _numpy_functions  # noqa: E402  (needs the op library, built on this class)
 from . import ops as _ops  # noqa: E402  (the op library is built on this class)
+from .ops import numpy_functions as _numpy_functions  # noqa: E402
 
 # The arithmetic operators' hot path skips the generic argument handling.
 _add, _sub, _mul, _div = _ops.add.binary, _ops.sub.binary, _ops.mul.binary, _ops.div.binary

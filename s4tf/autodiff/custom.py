@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 
+from ..ops.tracer import Tracer
 from ..tree import tree_flatten
 from .forward import ForwardTrace, ForwardTracer
 from .reverse import ReverseTrace, ReverseTracer, _is_differentiable_value
-from .tracer import Tracer
 
 __all__ = ["CustomDerivative", "differentiable"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..ops.indexing import IndexAdd
+from ..ops.tracer import Trace, Tracer
 from ..tensor import Tensor
-from .cotangents import IndexAdd
 from .reverse import _is_differentiable_value
-from .tracer import Trace, Tracer
 
 __all__ = ["ForwardTrace", "ForwardTracer"]
 

@@ -14,9 +14,9 @@ import itertools
 import operator
 
 from ..creation import zeros_like
+from ..ops.indexing import IndexAdd
+from ..ops.tracer import Trace, Tracer, innermost
 from ..tensor import Tensor
-from .cotangents import IndexAdd
-from .tracer import Trace, Tracer, innermost
 
 __all__ = ["Node", "ReverseTrace", "ReverseTracer", "backward"]
 

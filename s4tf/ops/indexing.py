@@ -21,12 +21,12 @@ import os
 
 import numpy as np
 
-from ..autodiff.cotangents import IndexAdd
-from ..autodiff.tracer import innermost
+from ..creation import zeros_like
 from ..tensor import Tensor
 from .elementwise import cast, equal, greater_equal, less, logical_and, where
 from .primitive import primitive
 from .shapes import expand_dims, shape_of
+from .tracer import innermost
 
 __all__ = [
     "IndexAdd", "IndexRangeError", "check_indices", "checks_enabled", "gather", "getitem",
@@ -89,6 +89,38 @@ def check_indices(indices, low: int, high: int, owner: str, what: str = "indices
             f"{owner}: {what} must lie in [{low}, {high}){context}, got values from {lo} to {hi}."
             + (f" {hint}" if hint else "")
         )
+
+
+class IndexAdd:
+    """A cotangent that is ``value`` added at ``index`` of a zero tensor.
+
+    What the rules of ``getitem`` and ``gather`` return. ``axis`` is None for a
+    static key (ints, slices) and the gathered axis for a tensor of indices.
+    The backward pass adds ``value`` into the one buffer it owns for the indexed
+    tensor ("inout"), so k reads of an n-element value cost O(n + k) instead of
+    O(n * k) (the MLSys paper, section 4.3).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops.indexing import IndexAdd
+    >>> IndexAdd((slice(1, 2),), s4tf.Tensor([5.0])).dense(s4tf.zeros([3])).tolist()
+    [0.0, 5.0, 0.0]
+    """
+
+    __slots__ = ("index", "value", "axis")
+
+    def __init__(self, index, value, axis=None):
+        self.index = index
+        self.value = value
+        self.axis = axis
+
+    def dense(self, like):
+        """The functional form: ``like``'s zeros with ``value`` added at ``index``."""
+        zeros = zeros_like(like)
+        if self.axis is None:
+            return index_add(zeros, self.value, key=self.index)
+        return scatter_add(zeros, self.index, self.value, axis=self.axis)
 
 
 getitem_ = primitive(

@@ -20,9 +20,9 @@ import numbers
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..autodiff.tracer import Tracer
 from ..backends.base import current_backend
 from ..tensor import Tensor
+from .tracer import Tracer
 
 __all__ = ["Primitive", "primitive"]
 
