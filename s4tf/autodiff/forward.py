@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..ops.broadcasting import broadcast_to
 from ..ops.indexing import IndexAdd
+from ..ops.shapes import shape_of
 from ..ops.tracer import Trace, Tracer
 from ..tensor import Tensor
 from .reverse import _is_differentiable_value
@@ -28,8 +30,6 @@ class ForwardTracer(Tracer):
 
 def _fit(tangent, out):
     """Broadcast a term of a linear map to the output's shape (``add``'s ``t``)."""
-    from ..ops.shapes import broadcast_to, shape_of
-
     if isinstance(tangent, Tensor) or isinstance(out, Tensor):
         shape = shape_of(out)
         if shape_of(tangent) != shape:

@@ -14,7 +14,9 @@ import itertools
 import operator
 
 from ..creation import zeros_like
+from ..ops.broadcasting import sum_to_shape
 from ..ops.indexing import IndexAdd
+from ..ops.shapes import shape_of
 from ..ops.tracer import Trace, Tracer, innermost
 from ..tensor import Tensor
 
@@ -234,9 +236,6 @@ def _unbroadcast(cotangent, arg):
         return cotangent
     if type(cotangent) is Tensor and type(arg) is Tensor and cotangent._data.shape == arg._data.shape:
         return cotangent
-    from ..ops.reductions import sum_to_shape
-    from ..ops.shapes import shape_of
-
     shape = shape_of(arg)
     if cotangent.shape != shape:
         return sum_to_shape(cotangent, shape)

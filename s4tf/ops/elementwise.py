@@ -10,16 +10,18 @@ the engine adds their results.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 
+from ..tensor import Tensor
 from .primitive import primitive
 
 __all__ = [
-    "abs", "add", "cast", "ceil", "cos", "div", "equal", "exp", "expm1", "floor",
+    "abs", "add", "cast", "ceil", "clip", "cos", "div", "equal", "exp", "expm1", "floor",
     "floor_div", "greater", "greater_equal", "less", "less_equal", "log", "log1p",
     "logical_and", "logical_not", "logical_or", "maximum", "minimum", "mod", "mul",
-    "neg", "not_equal", "pow", "pow_scalar", "round", "rsqrt", "sigmoid", "sign",
-    "sin", "sqrt", "sub", "tan", "tanh", "where",
+    "neg", "not_equal", "pow", "pow_scalar", "power", "round", "rsqrt", "sigmoid", "sign",
+    "sin", "sqrt", "square", "sub", "tan", "tanh", "where",
 ]
 
 
@@ -167,3 +169,45 @@ where = primitive(
          lambda t, c, x, y, out: where(c, t, 0.0),
          lambda t, c, x, y, out: where(c, 0.0, t)),
 )
+
+
+# Composites: plain functions of the primitives above.
+def power(x, y):
+    """``x ** y``; a constant Python exponent stays static (``x ** 2`` is ``x * x``).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> (s4tf.Tensor([3.0]) ** 2).tolist()
+    [9.0]
+    """
+    if isinstance(y, numbers.Real) and not isinstance(y, bool) and not isinstance(y, Tensor):
+        if isinstance(x, Tensor):
+            if y == 1:
+                return x
+            return pow_scalar(x, exponent=float(y))
+    return pow(x, y)
+
+
+def square(x):
+    """``x * x``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.square(s4tf.Tensor([-2.0])).tolist()
+    [4.0]
+    """
+    return mul(x, x)
+
+
+def clip(x, lo, hi):
+    """``x`` limited to ``[lo, hi]``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.Tensor([-2.0, 0.5, 3.0]).clip(0.0, 1.0).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    return minimum(maximum(x, lo), hi)
