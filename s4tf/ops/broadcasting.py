@@ -35,12 +35,12 @@ def unreduce(g, x, axis, keepdims):
 
 
 broadcast_to_ = primitive("broadcast_to",
-                          vjp=lambda g, x, out, shape: sum_to_shape(g, shape_of(x)),
-                          jvp=lambda t, x, out, shape: broadcast_to_(t, shape=shape))
+                          vjp=(lambda g, x, out, shape: sum_to_shape(g, shape_of(x)),),
+                          jvp=(lambda t, x, out, shape: broadcast_to_(t, shape=shape),))
 reduce_sum = primitive(
     "reduce_sum",
-    vjp=lambda g, x, out, axis, keepdims: unreduce(g, x, axis, keepdims),
-    jvp=lambda t, x, out, axis, keepdims: reduce_sum(t, axis=axis, keepdims=keepdims),
+    vjp=(lambda g, x, out, axis, keepdims: unreduce(g, x, axis, keepdims),),
+    jvp=(lambda t, x, out, axis, keepdims: reduce_sum(t, axis=axis, keepdims=keepdims),),
 )
 
 

@@ -6,26 +6,19 @@ Their pullbacks slice the cotangent (``getitem``), so they sit above
 
 from __future__ import annotations
 
-from ..creation import zeros_like
-from .indexing import getitem_
-from .primitive import primitive
+from .indexing import IndexAdd, getitem_
+from .primitive import EachArgument, primitive
 from .shapes import expand_dims, shape_of
 
 __all__ = ["concat", "pad", "split", "stack"]
 
 
-def _concat_vjp(g, *xs, out, axis):
-    cotangents, start = [], 0
-    for x in xs:
-        size = shape_of(x)[axis]
-        key = (slice(None),) * axis + (slice(start, start + size),)
-        cotangents.append(getitem_(g, key=key))
-        start += size
-    return tuple(cotangents)
-
-
-def _concat_jvp(tangents, *xs, out, axis):
-    return concat_(*[t if t is not None else zeros_like(x) for t, x in zip(tangents, xs, strict=False)], axis=axis)
+def _concat_key(i, xs, axis):
+    """The slice of ``concat(xs, axis)`` that argument ``i`` fills."""
+    start = 0
+    for x in xs[:i]:
+        start += shape_of(x)[axis]
+    return (slice(None),) * axis + (slice(start, start + shape_of(xs[i])[axis]),)
 
 
 def _unpad(g, paddings):
@@ -38,10 +31,17 @@ def _unpadded_shape(shape, paddings):
     return tuple(n - before - after for n, (before, after) in zip(shape, paddings, strict=False))
 
 
-concat_ = primitive("concat", promote=True, vjp=_concat_vjp, jvp=_concat_jvp)
+# Any number of arguments: argument i's cotangent is its slice of g; its tangent
+# fills its slice of the output's, added in place into one buffer (IndexAdd).
+concat_ = primitive(
+    "concat",
+    promote=True,
+    vjp=EachArgument(lambda i, g, *xs, out, axis: getitem_(g, key=_concat_key(i, xs, axis))),
+    jvp=EachArgument(lambda i, t, *xs, out, axis: IndexAdd(_concat_key(i, xs, axis), t)),
+)
 _pad = primitive("pad",
-                 vjp=lambda g, x, out, paddings, value: _unpad(g, paddings),
-                 jvp=lambda t, x, out, paddings, value: _pad(t, paddings=paddings, value=0.0))
+                 vjp=(lambda g, x, out, paddings, value: _unpad(g, paddings),),
+                 jvp=(lambda t, x, out, paddings, value: _pad(t, paddings=paddings, value=0.0),))
 
 
 def concat(tensors, axis=0):

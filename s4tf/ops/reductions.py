@@ -49,8 +49,8 @@ def _extremum_jvp(t, x, out, axis, keepdims):
     return reduce_sum(mul(t, weights), axis=axis, keepdims=keepdims)
 
 
-reduce_max = primitive("reduce_max", vjp=_extremum_vjp, jvp=_extremum_jvp)
-reduce_min = primitive("reduce_min", vjp=_extremum_vjp, jvp=_extremum_jvp)
+reduce_max = primitive("reduce_max", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,))
+reduce_min = primitive("reduce_min", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,))
 _argmax = primitive("argmax")
 _argmin = primitive("argmin")
 

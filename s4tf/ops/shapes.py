@@ -27,11 +27,11 @@ def _inverse(perm):
 
 
 _reshape = primitive("reshape",
-                     vjp=lambda g, x, out, shape: _reshape(g, shape=shape_of(x)),
-                     jvp=lambda t, x, out, shape: _reshape(t, shape=shape))
+                     vjp=(lambda g, x, out, shape: _reshape(g, shape=shape_of(x)),),
+                     jvp=(lambda t, x, out, shape: _reshape(t, shape=shape),))
 _transpose = primitive("transpose",
-                       vjp=lambda g, x, out, perm: _transpose(g, perm=_inverse(perm)),
-                       jvp=lambda t, x, out, perm: _transpose(t, perm=perm))
+                       vjp=(lambda g, x, out, perm: _transpose(g, perm=_inverse(perm)),),
+                       jvp=(lambda t, x, out, perm: _transpose(t, perm=perm),))
 
 
 def _resolve_shape(shape, size):
