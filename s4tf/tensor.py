@@ -12,6 +12,7 @@ differentiation wraps around them, share that one surface.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -143,10 +144,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        size = 1
-        for n in self.shape:
-            size *= n
-        return size
+        return math.prod(self.shape)
 
     @property
     def backend(self) -> str:

@@ -195,64 +195,56 @@ def T(self) -> Tensor:
     return transpose(self, None)
 
 
-def sum_method(self, axis=None, keepdims=False) -> Tensor:
-    """Sum over ``axis`` (all axes when None).
+def _reduction(op, doc: str):
+    """The method ``t.<op>(axis=None, keepdims=False)`` calling ``op``."""
 
-    Examples
-    --------
-    >>> import s4tf
-    >>> s4tf.Tensor([[1.0, 2.0], [3.0, 4.0]]).sum(axis=1).tolist()
-    [3.0, 7.0]
-    """
-    return sum(self, axis=axis, keepdims=keepdims)
+    def method(self, axis=None, keepdims=False) -> Tensor:
+        return op(self, axis=axis, keepdims=keepdims)
+
+    method.__doc__ = doc
+    return method
 
 
-def mean_method(self, axis=None, keepdims=False) -> Tensor:
-    """Arithmetic mean over ``axis`` (all axes when None).
+sum_method = _reduction(sum, """Sum over ``axis`` (all axes when None).
 
-    Examples
-    --------
-    >>> import s4tf
-    >>> s4tf.Tensor([1.0, 2.0, 6.0]).mean().item()
-    3.0
-    """
-    return mean(self, axis=axis, keepdims=keepdims)
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([[1.0, 2.0], [3.0, 4.0]]).sum(axis=1).tolist()
+[3.0, 7.0]
+""")
+mean_method = _reduction(mean, """Arithmetic mean over ``axis`` (all axes when None).
 
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([1.0, 2.0, 6.0]).mean().item()
+3.0
+""")
+max_method = _reduction(max, """Maximum over ``axis``; a tie splits the derivative evenly.
 
-def max_method(self, axis=None, keepdims=False) -> Tensor:
-    """Maximum over ``axis``; a tie splits the derivative evenly.
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([[1.0, 5.0], [7.0, 2.0]]).max(axis=0).tolist()
+[7.0, 5.0]
+""")
+min_method = _reduction(min, """Minimum over ``axis``; a tie splits the derivative evenly.
 
-    Examples
-    --------
-    >>> import s4tf
-    >>> s4tf.Tensor([[1.0, 5.0], [7.0, 2.0]]).max(axis=0).tolist()
-    [7.0, 5.0]
-    """
-    return max(self, axis=axis, keepdims=keepdims)
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([[1.0, 5.0], [7.0, 2.0]]).min(axis=1).tolist()
+[1.0, 2.0]
+""")
+variance_method = _reduction(variance, """Biased variance (divides by N) over ``axis``.
 
-
-def min_method(self, axis=None, keepdims=False) -> Tensor:
-    """Minimum over ``axis``; a tie splits the derivative evenly.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> s4tf.Tensor([[1.0, 5.0], [7.0, 2.0]]).min(axis=1).tolist()
-    [1.0, 2.0]
-    """
-    return min(self, axis=axis, keepdims=keepdims)
-
-
-def variance_method(self, axis=None, keepdims=False) -> Tensor:
-    """Biased variance (divides by N) over ``axis``.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> s4tf.Tensor([1.0, 3.0]).variance().item()
-    1.0
-    """
-    return variance(self, axis=axis, keepdims=keepdims)
+Examples
+--------
+>>> import s4tf
+>>> s4tf.Tensor([1.0, 3.0]).variance().item()
+1.0
+""")
 
 
 def argmax_method(self, axis=None) -> Tensor:
