@@ -78,7 +78,7 @@ def layer_is_training(layer, *values) -> bool:
     if phase == "training":
         return True
     if phase is None:
-        from .autodiff.tracer import Tracer
+        from .ops.tracer import Tracer
 
         if any(isinstance(v, Tracer) for v in values):
             _warn_differentiated_in_inference(layer)
@@ -86,7 +86,7 @@ def layer_is_training(layer, *values) -> bool:
 
 
 def _warn_differentiated_in_inference(layer) -> None:
-    from .autodiff.diagnostics import user_location, user_stacklevel
+    from .user_frames import user_location, user_stacklevel
 
     site = user_location()
     name = type(layer).__name__

@@ -1,18 +1,25 @@
 """Tensor: an immutable value wrapping one backend array (its "storage").
 
-Every operator and method here is a call into the op library (:mod:`s4tf.ops`),
-so tensors of every backend, and the tracers automatic differentiation wraps
-around them, share one surface.
+This module says what a Tensor *is*: its storage, attributes and conversions.
+What a Tensor *does* is an op: its operators (``+``, ``@``, ``==``, ``t[i]``)
+and NumPy-named methods (``sum``, ``reshape``, ``astype``, ...) are written
+once, in one table, by the op library (:mod:`s4tf.ops.tensor_methods`), which
+sets them on this class when :mod:`s4tf.ops` is imported, as JAX's numpy layer
+installs ``Array``'s methods. So this module imports no op and the import
+arrows run one way (ops -> tensor); tensors of every backend, and the tracers
+differentiation wraps around them, share that one surface.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 from . import dtypes as _dtypes
 from .backends.base import current_backend, get_backend_object
+from .non_differentiable import NonDifferentiableError
 
 __all__ = ["Tensor"]
 
@@ -59,39 +66,6 @@ def _read_only(host: np.ndarray) -> np.ndarray:
     return np.asarray(memoryview(raw).toreadonly()).view(host.dtype)
 
 
-def _traced_tensor(data, dtype) -> Tensor:
-    """``Tensor(data, dtype)`` for a value being differentiated (or a list holding some).
-
-    The result is the value itself, cast when ``dtype`` asks for another one
-    (differentiable between floating dtypes), or the elements stacked.
-    """
-    if isinstance(data, list | tuple):
-        if dtype is None:
-            dtype = _first_dtype(data)
-        return _ops.stack([Tensor(x, dtype) for x in data])
-    from .autodiff.tracer import is_float_like
-
-    if is_float_like(data):
-        # A Python float being differentiated: like Tensor(1.5), a float32 scalar.
-        target = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.float32
-        data = _ops.mul(data, Tensor(1.0, target if target.is_floating else _dtypes.float32))
-    if dtype is not None and _dtypes.as_dtype(dtype) != data.dtype:
-        return _ops.cast(data, dtype=_dtypes.as_dtype(dtype))
-    return data
-
-
-def _first_dtype(data) -> _dtypes.DType:
-    """The dtype a list gets from its first element (a tracer of a float: float32)."""
-    first = data
-    while isinstance(first, list | tuple) and first:
-        first = first[0]
-    if isinstance(first, Tensor) and first._traced:
-        from .autodiff.tracer import is_float_like
-
-        return _dtypes.float32 if is_float_like(first) else first.dtype
-    return _infer_dtype(data)
-
-
 class Tensor:
     """An n-dimensional array with value semantics, on one backend.
 
@@ -114,14 +88,14 @@ class Tensor:
 
     __slots__ = ("_data", "_backend", "__weakref__")
     __array_priority__ = 1000
-    _traced = False  # True on autodiff's Tracer subclasses
+    _traced = False  # True on tracers (s4tf.ops.tracer), the values being differentiated
 
     # Construction is in __new__ so that a value being differentiated can come back
     # as itself (a tracer), as jnp.asarray does: Tensor(x) stays differentiable.
     def __new__(cls, data, dtype=None):
         if isinstance(data, Tensor):
             if data._traced:
-                return _traced_tensor(data, dtype)
+                return cls._from_traced(data, dtype)
             source = data.numpy()
             dtype = _dtypes.as_dtype(dtype) if dtype is not None else data.dtype
             backend = data._backend
@@ -135,12 +109,10 @@ class Tensor:
                 else:
                     source = data
             except TypeError as error:
-                from .autodiff.diagnostics import NonDifferentiableError
-
                 if not isinstance(error, NonDifferentiableError):
                     raise
                 # A list holding values being differentiated: stack them, differentiably.
-                return _traced_tensor(data, dtype)
+                return cls._from_traced(data, dtype)
         self = object.__new__(cls)
         self._data = backend.asarray(np.asarray(source, dtype=dtype.numpy), dtype)
         self._backend = backend
@@ -172,10 +144,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        size = 1
-        for n in self.shape:
-            size *= n
-        return size
+        return math.prod(self.shape)
 
     @property
     def backend(self) -> str:
@@ -222,11 +191,6 @@ class Tensor:
         if dtype is not None:
             array = array.astype(dtype)
         return array.copy() if copy else array
-
-    def __array_function__(self, func, types, args, kwargs):
-        # NumPy functions meeting a tensor: reductions with s4tf equivalents answer
-        # with a Tensor; every other function sees read-only NumPy arrays, as before.
-        return _numpy_functions.call(func, args, kwargs)
 
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
@@ -284,10 +248,6 @@ class Tensor:
     def __reduce__(self):
         return Tensor, (np.array(self.numpy()),)
 
-    def astype(self, dtype) -> Tensor:
-        """This tensor's values converted to ``dtype`` (differentiable between floats)."""
-        return _ops.cast(self, dtype=_dtypes.as_dtype(dtype))
-
     def to(self, backend: str) -> Tensor:
         """The same values on another backend (``"naive"``, ``"cupy"``, ``"xla"``).
 
@@ -303,152 +263,6 @@ class Tensor:
         host = np.asarray(self.numpy())
         return Tensor._wrap(target.asarray(host, self.dtype), target)
 
-    # Operators.
-    def __add__(self, other):
-        return _add(self, other)
-
-    def __radd__(self, other):
-        return _add(other, self)
-
-    def __sub__(self, other):
-        return _sub(self, other)
-
-    def __rsub__(self, other):
-        return _sub(other, self)
-
-    def __mul__(self, other):
-        return _mul(self, other)
-
-    def __rmul__(self, other):
-        return _mul(other, self)
-
-    def __truediv__(self, other):
-        return _div(self, other)
-
-    def __rtruediv__(self, other):
-        return _div(other, self)
-
-    def __floordiv__(self, other):
-        return _ops.floor_div(self, other)
-
-    def __rfloordiv__(self, other):
-        return _ops.floor_div(other, self)
-
-    def __mod__(self, other):
-        return _ops.mod(self, other)
-
-    def __pow__(self, other):
-        return _ops.power(self, other)
-
-    def __rpow__(self, other):
-        return _ops.power(other, self)
-
-    def __matmul__(self, other):
-        return _ops.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _ops.matmul(other, self)
-
-    def __neg__(self):
-        return _ops.neg(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _ops.abs(self)
-
-    def __invert__(self):
-        return _ops.logical_not(self)
-
-    def __and__(self, other):
-        return _ops.logical_and(self, other)
-
-    def __or__(self, other):
-        return _ops.logical_or(self, other)
-
-    def __eq__(self, other):  # type: ignore[override]
-        return _ops.equal(self, other)
-
-    def __ne__(self, other):  # type: ignore[override]
-        return _ops.not_equal(self, other)
-
-    def __lt__(self, other):
-        return _ops.less(self, other)
-
-    def __le__(self, other):
-        return _ops.less_equal(self, other)
-
-    def __gt__(self, other):
-        return _ops.greater(self, other)
-
-    def __ge__(self, other):
-        return _ops.greater_equal(self, other)
-
-    def __getitem__(self, key):
-        return _ops.getitem(self, key)
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        # `ndarray + tensor` lands here; answer with a Tensor. Other NumPy calls on a
-        # tensor are not part of the op library (inside AD they are an error).
-        op = _ops.UFUNCS.get(ufunc.__name__)
-        if method != "__call__" or op is None or kwargs:
-            return NotImplemented
-        return op(*inputs)
-
-    # Methods with NumPy names.
-    def reshape(self, *shape) -> Tensor:
-        """This tensor with a new shape (one axis may be -1)."""
-        if len(shape) == 1 and isinstance(shape[0], list | tuple):
-            shape = tuple(shape[0])
-        return _ops.reshape(self, shape)
-
-    def transpose(self, *perm) -> Tensor:
-        """Axes permuted by ``perm`` (reversed when omitted)."""
-        if len(perm) == 1 and isinstance(perm[0], list | tuple):
-            perm = tuple(perm[0])
-        return _ops.transpose(self, perm or None)
-
-    @property
-    def T(self) -> Tensor:
-        return _ops.transpose(self, None)
-
-    def sum(self, axis=None, keepdims=False) -> Tensor:
-        return _ops.sum(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False) -> Tensor:
-        return _ops.mean(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis=None, keepdims=False) -> Tensor:
-        return _ops.max(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis=None, keepdims=False) -> Tensor:
-        return _ops.min(self, axis=axis, keepdims=keepdims)
-
-    def variance(self, axis=None, keepdims=False) -> Tensor:
-        return _ops.variance(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis=None) -> Tensor:
-        return _ops.argmax(self, axis=axis)
-
-    def argmin(self, axis=None) -> Tensor:
-        return _ops.argmin(self, axis=axis)
-
-    def squeeze(self, axis=None) -> Tensor:
-        return _ops.squeeze(self, axis=axis)
-
-    def expand_dims(self, axis) -> Tensor:
-        return _ops.expand_dims(self, axis)
-
-    def flatten(self) -> Tensor:
-        return _ops.reshape(self, (-1,))
-
-    def clip(self, lo, hi) -> Tensor:
-        return _ops.clip(self, lo, hi)
-
-    def abs(self) -> Tensor:
-        return _ops.abs(self)
-
     def sequenced(self, *layers):
         """Feed this tensor through each layer in turn (S4TF's ``sequenced(through:)``).
 
@@ -462,10 +276,3 @@ class Tensor:
         for layer in layers:
             value = layer(value)
         return value
-
-
-from . import _numpy_functions  # noqa: E402  (needs the op library, built on this class)
-from . import ops as _ops  # noqa: E402  (the op library is built on this class)
-
-# The arithmetic operators' hot path skips the generic argument handling.
-_add, _sub, _mul, _div = _ops.add.binary, _ops.sub.binary, _ops.mul.binary, _ops.div.binary

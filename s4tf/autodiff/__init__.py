@@ -1,7 +1,8 @@
 """Automatic differentiation by tracing with levels (reverse and forward mode)."""
 
+from ..non_differentiable import NonDifferentiableError
 from .custom import CustomDerivative, differentiable
-from .diagnostics import NonDifferentiableError, ZeroDerivativeWarning
+from .diagnostics import ZeroDerivativeWarning
 from .operators import (
     derivative,
     differential,

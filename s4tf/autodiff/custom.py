@@ -10,16 +10,49 @@ from __future__ import annotations
 
 import functools
 
+from ..ops.tracer import Tracer
 from ..tree import tree_flatten
 from .forward import ForwardTrace, ForwardTracer
 from .reverse import ReverseTrace, ReverseTracer, _is_differentiable_value
-from .tracer import Tracer
 
 __all__ = ["CustomDerivative", "differentiable"]
 
 
 def _unwrap(value, trace):
     return value._primal if isinstance(value, Tracer) and value._trace is trace else value
+
+
+class _PullbackTable:
+    """The rule table of one custom pullback: entry ``i`` gives leaf ``i``'s cotangent.
+
+    A user's pullback returns every argument's cotangent from one call. The
+    backward pass asks the table for the leaves with a parent, in order, with
+    one cotangent ``g``: the first asks runs the pullback, each takes its leaf,
+    and the last lets the results go. So the pullback runs once per pass, as
+    written, and the rule still has the per-argument shape of every op's.
+    """
+
+    __slots__ = ("pullback", "treedef", "last", "seen", "leaves")
+
+    def __init__(self, pullback, treedef, parents):
+        self.pullback = pullback
+        self.treedef = treedef
+        self.last = max((i for i, parent in enumerate(parents) if parent is not None), default=-1)
+        self.seen = self.leaves = None
+
+    def __getitem__(self, i):
+        return functools.partial(self._leaf, i)
+
+    def _leaf(self, i, g, *args, out):
+        if self.leaves is None or g is not self.seen:
+            cotangents = self.pullback(g)
+            if len(self.treedef.children) == 1:
+                cotangents = (cotangents,)
+            self.seen, self.leaves = g, tuple(self.treedef.tangent_leaves(tuple(cotangents)))
+        leaf = self.leaves[i]
+        if i == self.last:
+            self.seen = self.leaves = None
+        return leaf
 
 
 class CustomDerivative:
@@ -68,14 +101,8 @@ class CustomDerivative:
         value, pullback = self._vjp(*treedef.unflatten(primals))
         if not _is_differentiable_value(value):
             return value
-
-        single = len(treedef.children) == 1
-
-        def rule(g, *args, out):
-            cotangents = pullback(g)
-            return tuple(treedef.tangent_leaves((cotangents,) if single else tuple(cotangents)))
-
-        return trace.record(rule, tuple(primals), {}, value, parents)
+        rules = _PullbackTable(pullback, treedef, parents)
+        return trace.record(rules, tuple(primals), {}, value, parents)
 
     def _forward(self, trace, leaves, treedef):
         primals = [_unwrap(leaf, trace) for leaf in leaves]

@@ -1,11 +1,19 @@
-"""Forward mode: pushing tangents through each primitive as it runs."""
+"""Forward mode: pushing tangents through each primitive as it runs.
+
+A primitive's ``jvp`` table gives each differentiated argument's share of the
+output's tangent; the shares are added (sparse ones, :class:`IndexAdd`, into
+one buffer the pass owns).
+"""
 
 from __future__ import annotations
 
+from ..creation import zeros_like
+from ..ops.broadcasting import broadcast_to
+from ..ops.indexing import IndexAdd
+from ..ops.shapes import shape_of
+from ..ops.tracer import Trace, Tracer
 from ..tensor import Tensor
-from .cotangents import IndexAdd
 from .reverse import _is_differentiable_value
-from .tracer import Trace, Tracer
 
 __all__ = ["ForwardTrace", "ForwardTracer"]
 
@@ -28,8 +36,6 @@ class ForwardTracer(Tracer):
 
 def _fit(tangent, out):
     """Broadcast a term of a linear map to the output's shape (``add``'s ``t``)."""
-    from ..ops.shapes import broadcast_to, shape_of
-
     if isinstance(tangent, Tensor) or isinstance(out, Tensor):
         shape = shape_of(out)
         if shape_of(tangent) != shape:
@@ -55,23 +61,24 @@ class ForwardTrace(Trace):
             out = primitive.binary(primals[0], primals[1])  # skips __call__'s re-dispatch
         else:
             out = primitive(*primals, **params)
-        rule = primitive.jvp
-        if rule is None or not _is_differentiable_value(out):
+        rule_table = primitive.jvp
+        if rule_table is None or not _is_differentiable_value(out):
             return out
-        if isinstance(rule, tuple):
-            tangent = None
-            for i, t in enumerate(tangents):
-                if t is not None and rule[i] is not None:
-                    term = rule[i](t, *primals, out=out, **params)
-                    if term is not None:
-                        tangent = term if tangent is None else tangent + term
-        elif len(primals) == 1:
-            tangent = rule(tangents[0], *primals, out=out, **params) if tangents[0] is not None else None
-        else:
-            tangent = rule(tuple(tangents), *primals, out=out, **params)
+        tangent, owned = None, False
+        for i, t in enumerate(tangents):
+            if t is not None:
+                rule = rule_table[i]
+                if rule is not None:
+                    term = rule(t, *primals, out=out, **params)
+                    if isinstance(term, IndexAdd):
+                        # A term added at an index of zeros (indexing, concat): into one
+                        # buffer of the output's shape, in place where it may be.
+                        if tangent is None:
+                            tangent, owned = zeros_like(out), True
+                        if not (owned and term.add_into(tangent)):
+                            tangent, owned = term.added_to(tangent), False
+                    elif term is not None:
+                        tangent, owned = (term if tangent is None else tangent + term), False
         if tangent is None:
             return out
-        if isinstance(tangent, IndexAdd):
-            tangent = tangent.dense(out)
-        tangent = _fit(tangent, out)
-        return ForwardTracer(self, out, tangent)
+        return ForwardTracer(self, out, _fit(tangent, out))

@@ -12,12 +12,12 @@ import functools
 import numpy as np
 
 from ..creation import ones_like, zeros_like
+from ..ops.tracer import Tracer, innermost, is_float_like, strip
 from ..tensor import Tensor
 from ..tree import _LEAF_DEF, tree_flatten, tree_map
 from .diagnostics import warn_zero_derivative
 from .forward import ForwardTrace, ForwardTracer
 from .reverse import ReverseTrace, ReverseTracer, backward
-from .tracer import Tracer, innermost, is_float_like, strip
 
 __all__ = [
     "derivative", "differential", "gradient", "pullback", "value_with_derivative",

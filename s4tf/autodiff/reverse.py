@@ -14,9 +14,11 @@ import itertools
 import operator
 
 from ..creation import zeros_like
+from ..ops.broadcasting import sum_to_shape
+from ..ops.indexing import IndexAdd
+from ..ops.shapes import shape_of
+from ..ops.tracer import Trace, Tracer, innermost
 from ..tensor import Tensor
-from .cotangents import IndexAdd
-from .tracer import Trace, Tracer, innermost
 
 __all__ = ["Node", "ReverseTrace", "ReverseTracer", "backward"]
 
@@ -183,7 +185,7 @@ class _Cotangents:
                 self.owned.add(key)
 
     def _index_add(self, node, key, current, update):
-        value = _match_dtype(update.value, node.out)
+        update = IndexAdd(update.index, _match_dtype(update.value, node.out), update.axis)
         if current is None:
             current = zeros_like(node.out)
             self.values[key] = current
@@ -194,17 +196,14 @@ class _Cotangents:
                 current = Tensor._wrap(backend.xp.array(current._data, copy=True), backend)
             self.values[key] = current
             self.owned.add(key)
-        if key in self.owned and type(value) is Tensor and _inplace_ok(current, value, shape=False):
-            index = update.index._data if isinstance(update.index, Tensor) else update.index
-            current._backend.index_add_inplace(current._data, index, value._data, update.axis)
+        if key in self.owned and update.add_into(current):
             return
         # Differentiating the backward pass itself, or a lazy backend: stay functional.
-        total = current + IndexAdd(update.index, value, update.axis).dense(node.out)
-        self.values[key] = total
+        self.values[key] = update.added_to(current)
         self.owned.discard(key)
 
 
-def _inplace_ok(current, value, shape=True) -> bool:
+def _inplace_ok(current, value) -> bool:
     return (
         type(current) is Tensor
         and type(value) is Tensor
@@ -212,7 +211,7 @@ def _inplace_ok(current, value, shape=True) -> bool:
         and current._backend.supports_inplace
         and isinstance(current._data, current._backend.array_type)
         and current._data.dtype == value._data.dtype
-        and (not shape or current._data.shape == value._data.shape)
+        and current._data.shape == value._data.shape
     )
 
 
@@ -234,9 +233,6 @@ def _unbroadcast(cotangent, arg):
         return cotangent
     if type(cotangent) is Tensor and type(arg) is Tensor and cotangent._data.shape == arg._data.shape:
         return cotangent
-    from ..ops.reductions import sum_to_shape
-    from ..ops.shapes import shape_of
-
     shape = shape_of(arg)
     if cotangent.shape != shape:
         return sum_to_shape(cotangent, shape)
@@ -278,23 +274,17 @@ def backward(roots, seeds, nodes=None):
         if g is None:
             continue  # no cotangent reached it: a zero (leaves read as missing)
         owned.discard(key)
-        rule = node.vjp
-        if rule is None:
+        rule_table = node.vjp
+        if rule_table is None:
             leaves[key] = g
             continue
         args, parents, out, params = node.args, node.parents, node.out, node.params
-        if isinstance(rule, tuple):
-            for i, parent in enumerate(parents):
-                if parent is not None and rule[i] is not None:
+        for i, parent in enumerate(parents):
+            if parent is not None:
+                rule = rule_table[i]
+                if rule is not None:
                     # Unpacking an empty **params still builds a dict: skip it for arithmetic.
-                    ct = rule[i](g, *args, out=out, **params) if params else rule[i](g, *args, out=out)
+                    ct = rule(g, *args, out=out, **params) if params else rule(g, *args, out=out)
                     if ct is not None and not _stored(values, parent, ct, args[i]):
                         add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, args[i]))
-        else:
-            cts = rule(g, *args, out=out, **params)
-            if not isinstance(cts, tuple):
-                cts = (cts,)
-            for arg, parent, ct in zip(args, parents, cts, strict=False):
-                if parent is not None and ct is not None and not _stored(values, parent, ct, arg):
-                    add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, arg))
     return leaves

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autodiff.diagnostics import user_location
 from ..consumed import can_consume, restore
 from ..consumed import consume as consume_value
 from ..differentiable import Differentiable
 from ..tensor import Tensor
+from ..user_frames import user_location
 from . import callsite
 from .calibration import RootBaseline, in_place_supported, mode
 from .holders import debug_enabled, report_copy

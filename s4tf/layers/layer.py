@@ -13,10 +13,10 @@ import functools
 import threading
 import typing
 
-from ..autodiff.tracer import is_float_like
 from ..differentiable import Differentiable, no_derivative
 from ..ops.elementwise import cast
 from ..ops.shapes import shape_of
+from ..ops.tracer import is_float_like
 from ..tensor import Tensor
 
 __all__ = ["Function", "Layer", "Sequential", "check_input_shape", "compute_dtype"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from .. import dtypes as _dtypes
 from .._sizes import size, sizes
-from ..autodiff.tracer import strip
 from ..differentiable import State, no_derivative
 from ..initializers import ones, zeros
 from ..learning_phase import layer_is_training
 from ..ops import mean, reshape, rsqrt
 from ..ops.shapes import shape_of
+from ..ops.tracer import strip
 from ..tensor import Tensor
 from .layer import Layer
 

@@ -1,19 +1,27 @@
 """The differentiable op library: every primitive once, with its derivative rules.
 
 Backends supply only kernels (:mod:`s4tf.backends`); differentiation only
-derivative rules (:mod:`s4tf.autodiff`). This package re-exports the public ops.
+engines that apply the rules (:mod:`s4tf.autodiff`, which builds on this
+package and is never imported by it). The trace/tracer core a primitive needs
+is here too (:mod:`s4tf.ops.tracer`), and so is what a Tensor does: importing
+this package installs Tensor's operators and methods
+(:mod:`s4tf.ops.tensor_methods`). This package re-exports the public ops.
+
+From the bottom up: ``tracer`` and ``numpy_functions``; ``primitive``;
+``elementwise``; ``shapes``; ``broadcasting`` (with ``reduce_sum``);
+``reductions``, ``linalg``, ``indexing``; ``joining``, ``softmax`` and the
+neural-network ops; ``ufuncs``; ``tensor_methods``.
 """
 
 from __future__ import annotations
 
-import numbers
-
-from ..tensor import Tensor
+from .broadcasting import broadcast_to, reduce_sum, sum_to_shape
 from .elementwise import (
     abs,
     add,
     cast,
     ceil,
+    clip,
     cos,
     div,
     equal,
@@ -37,103 +45,33 @@ from .elementwise import (
     neg,
     not_equal,
     pow_scalar,
+    power,
     round,
     rsqrt,
     sigmoid,
     sign,
     sin,
     sqrt,
+    square,
     sub,
     tan,
     tanh,
     where,
 )
-from .elementwise import pow as _pow
 from .indexing import IndexAdd, gather, getitem, index_add, one_hot, scatter_add
+from .joining import concat, pad, split, stack
 from .linalg import matmul
 from .primitive import Primitive, primitive
-from .reductions import (
-    argmax,
-    argmin,
-    max,
-    mean,
-    min,
-    reduce_max,
-    reduce_min,
-    reduce_sum,
-    sum,
-    sum_to_shape,
-    variance,
-)
-from .shapes import (
-    broadcast_to,
-    concat,
-    expand_dims,
-    pad,
-    reshape,
-    shape_of,
-    split,
-    squeeze,
-    stack,
-    transpose,
-)
+from .reductions import argmax, argmin, max, mean, min, reduce_max, reduce_min, sum, variance
+from .shapes import expand_dims, reshape, shape_of, squeeze, transpose
 from .softmax import log_softmax, reduce_logsumexp, softmax
+from .tensor_methods import install as _install_tensor_methods
 
+# The one ufunc table, for NumPy's protocols here and in optimizers.tensor_buffers.
+from .ufuncs import ARITHMETIC_UFUNCS as ARITHMETIC_UFUNCS
+from .ufuncs import UFUNCS as UFUNCS
 
-def power(x, y):
-    """``x ** y``; a constant Python exponent stays static (``x ** 2`` is ``x * x``).
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> (s4tf.Tensor([3.0]) ** 2).tolist()
-    [9.0]
-    """
-    if isinstance(y, numbers.Real) and not isinstance(y, bool) and not isinstance(y, Tensor):
-        if isinstance(x, Tensor):
-            if y == 1:
-                return x
-            return pow_scalar(x, exponent=float(y))
-    return _pow(x, y)
-
-
-def square(x):
-    """``x * x``.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> s4tf.square(s4tf.Tensor([-2.0])).tolist()
-    [4.0]
-    """
-    return mul(x, x)
-
-
-def clip(x, lo, hi):
-    """``x`` limited to ``[lo, hi]``.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> s4tf.Tensor([-2.0, 0.5, 3.0]).clip(0.0, 1.0).tolist()
-    [0.0, 0.5, 1.0]
-    """
-    return minimum(maximum(x, lo), hi)
-
-
-# NumPy ufuncs a Tensor answers when NumPy meets it (`array + tensor`).
-UFUNCS = {
-    "add": add, "subtract": sub, "multiply": mul, "true_divide": div, "divide": div,
-    "power": power, "matmul": matmul, "negative": neg, "absolute": abs, "exp": exp,
-    "log": log, "sqrt": sqrt, "sin": sin, "cos": cos, "tanh": tanh, "maximum": maximum,
-    "minimum": minimum, "equal": equal, "not_equal": not_equal, "less": less,
-    "less_equal": less_equal, "greater": greater, "greater_equal": greater_equal,
-}
-# The ones that are Python operators: allowed on traced values (`array * x`).
-ARITHMETIC_UFUNCS = frozenset(
-    {"add", "subtract", "multiply", "true_divide", "divide", "power", "matmul", "negative",
-     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
-)
+_install_tensor_methods()
 
 __all__ = [
     "IndexAdd", "Primitive", "abs", "add", "argmax", "argmin", "broadcast_to", "cast", "ceil",

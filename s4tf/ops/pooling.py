@@ -49,18 +49,18 @@ max_pool_select_ = primitive(
 )
 max_pool_ = primitive(
     "max_pool",
-    vjp=lambda g, x, out, **p: max_pool_scatter_(x, g, **p),
-    jvp=lambda t, x, out, **p: max_pool_select_(x, t, **p),
+    vjp=(lambda g, x, out, **p: max_pool_scatter_(x, g, **p),),
+    jvp=(lambda t, x, out, **p: max_pool_select_(x, t, **p),),
 )
 window_sum_transpose_ = primitive(
     "window_sum_transpose",
-    vjp=lambda a, g, out, input_shape, **p: window_sum_(a, **p),
-    jvp=lambda t, g, out, input_shape, **p: window_sum_transpose_(t, input_shape=input_shape, **p),
+    vjp=(lambda a, g, out, input_shape, **p: window_sum_(a, **p),),
+    jvp=(lambda t, g, out, input_shape, **p: window_sum_transpose_(t, input_shape=input_shape, **p),),
 )
 window_sum_ = primitive(
     "window_sum",
-    vjp=lambda g, x, out, **p: window_sum_transpose_(g, input_shape=shape_of(x), **p),
-    jvp=lambda t, x, out, **p: window_sum_(t, **p),
+    vjp=(lambda g, x, out, **p: window_sum_transpose_(g, input_shape=shape_of(x), **p),),
+    jvp=(lambda t, x, out, **p: window_sum_(t, **p),),
 )
 
 

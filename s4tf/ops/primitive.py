@@ -1,12 +1,24 @@
 """Primitives: the ops that backends implement and differentiation knows rules for.
 
 A :class:`Primitive` is defined once, with its derivative rules written in terms
-of other primitives (so derivatives of derivatives come for free):
+of other primitives (so derivatives of derivatives come for free). Rules have
+one shape: a *rule table* with one entry per positional argument, ``rules[i]``
+for argument ``i`` (``None``: no derivative with respect to it).
 
-* ``vjp(g, *args, out=..., **params)`` returns one cotangent per positional
-  argument (``None`` for "no derivative");
-* ``jvp(tangents, *args, out=..., **params)`` returns the output's tangent,
-  where ``tangents`` holds one tangent per argument (``None`` for zero).
+* ``vjp[i](g, *args, out=..., **params)`` is argument ``i``'s cotangent given
+  the output's cotangent ``g``;
+* ``jvp[i](t, *args, out=..., **params)`` is argument ``i``'s contribution to
+  the output's tangent, a linear map of its tangent ``t``; the contributions of
+  the arguments being differentiated are added.
+
+A table is a tuple, ``(rule_x, rule_y)``; a unary op's is a table of one,
+``(rule,)``. Ops of any number of arguments (``concat``) use
+:class:`EachArgument`, one rule given each argument's position. Either way the
+engines (:mod:`s4tf.autodiff`) index the table and call one rule per argument,
+with no other case. A cotangent is summed down to its argument's shape when
+broadcasting made it larger, a tangent broadcast up to the output's; a rule may
+return an :class:`~s4tf.ops.indexing.IndexAdd`, a value added at an index of
+zeros, which the engines accumulate in place.
 
 Calling a primitive finds the highest-level tracer among the arguments. With
 none, it runs the backend's kernel of the same name (the fast path: one type
@@ -15,16 +27,17 @@ check per argument); otherwise that tracer's trace handles it.
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..autodiff.tracer import Tracer
 from ..backends.base import current_backend
 from ..tensor import Tensor
+from .tracer import Tracer
 
-__all__ = ["Primitive", "primitive"]
+__all__ = ["EachArgument", "Primitive", "primitive"]
 
 _new = object.__new__
 
@@ -39,6 +52,41 @@ def _wrap(data, backend) -> Tensor:
 _PY_SCALARS = (int, float, bool, np.number, np.bool_)
 
 
+class EachArgument:
+    """The rule table of an op with any number of arguments: one rule for every position.
+
+    ``EachArgument(rule)[i]`` is ``rule`` with the position ``i`` bound first, so
+    ``rule(i, v, *args, out=..., **params)`` is argument ``i``'s rule, as a
+    tuple's entry ``i`` would be.
+
+    Examples
+    --------
+    >>> from s4tf.ops.primitive import EachArgument
+    >>> table = EachArgument(lambda i, g, *xs, out: g * len(xs) + i)
+    >>> table[2](10, "a", "b", "c", out=None)
+    32
+    """
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def __getitem__(self, i):
+        return functools.partial(self.rule, i)
+
+
+def _rule_table(name, kind, rules):
+    """``rules`` checked to be a rule table (or None), so a bare function fails at definition."""
+    if rules is None or isinstance(rules, tuple | EachArgument):
+        return rules
+    raise TypeError(
+        f"primitive {name!r}: {kind} must be a rule table with one rule per positional "
+        f"argument, e.g. {kind}=(rule,) for one argument or EachArgument(rule) for any "
+        f"number; got {type(rules).__name__}."
+    )
+
+
 class Primitive:
     """An op with a kernel on every backend and (optionally) derivative rules.
 
@@ -46,9 +94,10 @@ class Primitive:
     ----------
     name : str
         Also the name of the kernel method backends provide.
-    vjp, jvp : callable, optional
-        Derivative rules (see the module docstring). A primitive without them is
-        not differentiable (comparisons, argmax, ...): its results are constants.
+    vjp, jvp : tuple or EachArgument, optional
+        Rule tables, one rule per positional argument (see the module
+        docstring). A primitive without them is not differentiable
+        (comparisons, argmax, ...): its results are constants.
     scalar : callable, optional
         How to compute the op when every argument is a Python number, so that
         differentiating plain float code stays in Python floats.
@@ -62,8 +111,8 @@ class Primitive:
 
     def __init__(self, name, *, vjp=None, jvp=None, scalar=None, promote=False, describe=None):
         self.name = name
-        self.vjp = vjp
-        self.jvp = jvp
+        self.vjp = _rule_table(name, "vjp", vjp)
+        self.jvp = _rule_table(name, "jvp", jvp)
         self.scalar = scalar
         self.promote = promote
         self.describe = describe
@@ -166,7 +215,18 @@ class Primitive:
 
 
 def primitive(name, **rules) -> Primitive:
-    """Define a primitive; see :class:`Primitive`."""
+    """Define a primitive; see :class:`Primitive` and the module docstring for its rules.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops.primitive import primitive
+    >>> twice = primitive("add", promote=True,  # the add kernel, with rules of its own
+    ...                   vjp=(lambda g, x, y, out: g, lambda g, x, y, out: g),
+    ...                   jvp=(lambda t, x, y, out: t, lambda t, x, y, out: t))
+    >>> s4tf.gradient(3.0, of=lambda x: twice(x, x))
+    2.0
+    """
     return Primitive(name, **rules)
 
 

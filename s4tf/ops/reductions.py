@@ -1,15 +1,20 @@
-"""Reductions over axes: sum, max, min (and mean, variance built on them)."""
+"""Reductions over axes: sum, max, min (and mean, variance built on them).
+
+The ``reduce_sum`` primitive lives with ``broadcast_to``, its transpose
+(:mod:`s4tf.ops.broadcasting`).
+"""
 
 from __future__ import annotations
 
 import builtins
 
+from .broadcasting import kept_shape, reduce_sum, unreduce
 from .elementwise import cast, equal, mul
 from .primitive import primitive
-from .shapes import _reshape, broadcast_to_, reshape, shape_of
+from .shapes import reshape, shape_of
 
-__all__ = ["argmax", "argmin", "max", "mean", "min", "reduce_max", "reduce_min",
-           "reduce_sum", "sum", "sum_to_shape", "variance"]
+__all__ = ["argmax", "argmin", "max", "mean", "min", "reduce_max", "reduce_min", "sum",
+           "variance"]
 
 
 def normalize_axes(axis, rank: int):
@@ -29,44 +34,23 @@ def normalize_axes(axis, rank: int):
     return tuple(sorted(set(out)))
 
 
-def _kept_shape(shape, axes):
-    return tuple(1 if i in axes else n for i, n in enumerate(shape))
-
-
-def _restore(g, x, axis, keepdims):
-    """A reduction's cotangent broadcast back to the input's shape."""
-    shape = shape_of(x)
-    # The shapes are known to fit, so the primitives are called without the
-    # user-facing functions' checks (a measurable share of a small op's backward).
-    if not keepdims:
-        kept = _kept_shape(shape, axis)
-        if shape_of(g) != kept:
-            g = _reshape(g, shape=kept)
-    return g if shape_of(g) == shape else broadcast_to_(g, shape=shape)
-
-
 def _extremum_vjp(g, x, out, axis, keepdims):
     # S4TF's convention: ties inside a max/min split the derivative evenly.
-    kept = out if keepdims else reshape(out, shape=_kept_shape(shape_of(x), axis))
+    kept = out if keepdims else reshape(out, shape=kept_shape(shape_of(x), axis))
     mask = cast(equal(x, kept), dtype=x.dtype)
     count = reduce_sum(mask, axis=axis, keepdims=True)
-    return _restore(g, x, axis, keepdims) * mask / count
+    return unreduce(g, x, axis, keepdims) * mask / count
 
 
 def _extremum_jvp(t, x, out, axis, keepdims):
-    kept = out if keepdims else reshape(out, shape=_kept_shape(shape_of(x), axis))
+    kept = out if keepdims else reshape(out, shape=kept_shape(shape_of(x), axis))
     mask = cast(equal(x, kept), dtype=x.dtype)
     weights = mask / reduce_sum(mask, axis=axis, keepdims=True)
     return reduce_sum(mul(t, weights), axis=axis, keepdims=keepdims)
 
 
-reduce_sum = primitive(
-    "reduce_sum",
-    vjp=lambda g, x, out, axis, keepdims: _restore(g, x, axis, keepdims),
-    jvp=lambda t, x, out, axis, keepdims: reduce_sum(t, axis=axis, keepdims=keepdims),
-)
-reduce_max = primitive("reduce_max", vjp=_extremum_vjp, jvp=_extremum_jvp)
-reduce_min = primitive("reduce_min", vjp=_extremum_vjp, jvp=_extremum_jvp)
+reduce_max = primitive("reduce_max", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,))
+reduce_min = primitive("reduce_min", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,))
 _argmax = primitive("argmax")
 _argmin = primitive("argmin")
 
@@ -149,16 +133,3 @@ def argmin(x, axis=None):
     if axis is None:
         return _argmin(reshape(x, shape=(-1,)), axis=0)
     return _argmin(x, axis=normalize_axes(axis, len(shape_of(x)))[0])
-
-
-def sum_to_shape(g, shape):
-    """Sum ``g`` down to ``shape``, undoing NumPy broadcasting."""
-    g_shape = shape_of(g)
-    if g_shape == tuple(shape):
-        return g
-    lead = len(g_shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1
-    )
-    out = reduce_sum(g, axis=axes, keepdims=True) if axes else g
-    return reshape(out, shape=tuple(shape))

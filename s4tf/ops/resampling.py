@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .._sizes import as_int
-from .shapes import broadcast_to, pad, reshape
+from .broadcasting import broadcast_to
+from .joining import pad
+from .shapes import reshape
 from .window_geometry import check_input, expand
 
 __all__ = ["upsampling1d", "upsampling2d", "upsampling3d", "zero_padding1d", "zero_padding2d",

@@ -6,11 +6,11 @@ Composites of primitives: their derivatives come from the primitives' rules.
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
-from ..autodiff.tracer import strip
 from ..tensor import Tensor
 from .elementwise import cast, exp, log
 from .reductions import normalize_axes, reduce_max, reduce_sum
 from .shapes import shape_of, squeeze
+from .tracer import strip
 
 __all__ = ["log_softmax", "reduce_logsumexp", "softmax"]
 

@@ -77,3 +77,31 @@ def test_backward_finds_the_same_order_with_or_without_the_node_list():
     for key in walked:
         np.testing.assert_allclose(walked[key].numpy(), listed[key].numpy())
     assert [n.seq for n in trace.nodes] == sorted(n.seq for n in trace.nodes)
+
+
+def test_a_custom_pullback_runs_once_per_backward_pass_for_all_its_arguments():
+    import s4tf
+
+    calls = []
+
+    @s4tf.differentiable
+    def product(x, y):
+        return x * y
+
+    @product.vjp
+    def _(x, y):
+        def pullback(v):
+            calls.append(1)
+            return v * y, v * x
+        return x * y, pullback
+
+    x, y = s4tf.Tensor([2.0, 3.0]), s4tf.Tensor([5.0, 7.0])
+    _, pb = s4tf.value_with_pullback(x, y, of=product)
+    for _ in range(2):
+        dx, dy = pb(s4tf.ones([2]))
+        assert dx.tolist() == [5.0, 7.0] and dy.tolist() == [2.0, 3.0]
+    assert len(calls) == 2
+    # Only one argument differentiated: still one call, and its cotangent only.
+    calls.clear()
+    assert s4tf.gradient(y, of=lambda b: product(x, b).sum()).tolist() == [2.0, 3.0]
+    assert len(calls) == 1

@@ -270,3 +270,32 @@ def test_zero_sizes_and_int_like_sizes_are_fine():
     assert s4tf.eye(2, 3).shape == (2, 3)
     with pytest.raises(ValueError, match="eye: n must be a non-negative int, got 1.5"):
         s4tf.eye(1.5)
+
+
+def test_installed_methods_read_as_methods_of_tensor():
+    # Operators and NumPy-named methods come from one table in the op library
+    # (s4tf.ops.tensor_methods); help(), signatures and the API page see them on Tensor.
+    import inspect
+
+    from s4tf.ops.tensor_methods import METHODS
+
+    for name in METHODS:
+        attribute = inspect.getattr_static(s4tf.Tensor, name)
+        function = attribute.fget if isinstance(attribute, property) else getattr(
+            attribute, "__func__", attribute)
+        assert function.__qualname__ == f"Tensor.{name}", name
+        assert function.__module__ == "s4tf.tensor", name
+        assert function.__doc__, f"Tensor.{name} has no docstring"
+    assert str(inspect.signature(s4tf.Tensor.sum)).startswith("(self, axis=None, keepdims=False)")
+    assert "Sum over" in s4tf.Tensor.sum.__doc__
+    assert ">>>" in s4tf.Tensor.reshape.__doc__   # public methods carry a runnable example
+
+
+def test_numpy_ufuncs_answer_from_the_one_table():
+    t = s4tf.Tensor([-2.0, 3.0])
+    assert np.square(t).tolist() == [4.0, 9.0]
+    assert np.sign(t).tolist() == [-1.0, 1.0]
+    assert (np.ones(2, np.float32) + t).tolist() == [-1.0, 4.0]
+    assert s4tf.gradient(t, of=lambda x: (np.ones(2, np.float32) * x).sum()).tolist() == [1.0, 1.0]
+    with pytest.raises(s4tf.NonDifferentiableError, match="numpy.square"):
+        s4tf.gradient(t, of=lambda x: np.square(x).sum())

@@ -42,3 +42,34 @@ def test_unary_ops_of_tracers_reach_their_trace():
     np.testing.assert_allclose(s4tf.gradient(x, of=lambda a: s4tf.exp(a).sum()).numpy(),
                                np.exp(x.numpy()), rtol=1e-6)
     assert s4tf.derivative(0.5, of=lambda a: s4tf.sin(a)) == pytest.approx(np.cos(0.5))
+
+
+def test_a_rule_must_be_a_table_of_one_rule_per_argument():
+    from s4tf.ops.primitive import primitive
+
+    with pytest.raises(TypeError, match=r"vjp=\(rule,\) for one argument"):
+        primitive("neg", vjp=lambda g, x, out: -g)
+    with pytest.raises(TypeError, match="jvp must be a rule table"):
+        primitive("neg", jvp=[lambda t, x, out: -t])
+
+
+def test_forward_mode_through_concat_adds_each_tangent_into_one_buffer(monkeypatch):
+    # concat's jvp is one rule per argument (its slice of the output); the k shares
+    # go into one buffer in place, not k dense concatenations.
+    from s4tf.backends.naive import BACKEND
+
+    calls = []
+    real = BACKEND.index_add_inplace
+    monkeypatch.setattr(BACKEND, "index_add_inplace",
+                        lambda dst, index, src, axis=None: calls.append(index) or real(dst, index, src, axis))
+    k = 6
+    x = s4tf.Tensor(np.arange(3.0, dtype=np.float32))
+    value, tangent = s4tf.value_with_differential(
+        x, of=lambda t: s4tf.concat([t * float(i) for i in range(k)], axis=0))
+    got = tangent(s4tf.ones([3]))
+    np.testing.assert_allclose(got.numpy(), np.repeat(np.arange(k, dtype=np.float32), 3))
+    assert len(calls) == k
+    # And through stack (concat of expand_dims), against finite differences.
+    from s4tf.testing import check_gradients
+
+    check_gradients(lambda t: s4tf.stack([t, t * t, s4tf.sin(t)], axis=1), x.astype(s4tf.float64))

@@ -12,7 +12,7 @@ import sys
 import warnings
 from collections import Counter
 
-from ...autodiff.diagnostics import user_location, user_stacklevel
+from ...user_frames import user_location, user_stacklevel
 from ...xla import ZERO_METRICS, RecompilationWarning
 
 __all__ = ["COUNTERS", "RecompilationWarning", "metrics", "note_compile", "reset_metrics"]

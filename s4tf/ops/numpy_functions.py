@@ -11,11 +11,17 @@
 
 On a value being differentiated, every other NumPy function raises
 :class:`s4tf.NonDifferentiableError` (``Tracer.__array_function__``).
+
+It is part of the op library: the answers are ops (``t.sum()`` and the other
+reductions), and ``Tensor.__array_function__`` is installed with Tensor's other
+methods by :mod:`s4tf.ops.tensor_methods`.
 """
 
 from __future__ import annotations
 
 import math
+
+from ..tensor import Tensor
 
 __all__ = ["call", "shape_query"]
 
@@ -46,8 +52,6 @@ def shape_query(func, args, kwargs):
 
 def call(func, args, kwargs):
     """``func(*args, **kwargs)`` for a NumPy function that met a Tensor."""
-    from .tensor import Tensor
-
     query = shape_query(func, args, kwargs)
     if query is not None:
         return query
@@ -78,8 +82,6 @@ def _is_default(name, value) -> bool:
 
 def _host(values):
     """``values`` with every Tensor (also inside lists and tuples) as a read-only array."""
-    from .tensor import Tensor
-
     out = []
     for value in values:
         if isinstance(value, Tensor):

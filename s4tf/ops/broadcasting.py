@@ -1,0 +1,79 @@
+"""Broadcasting and its transpose, summing over axes.
+
+``broadcast_to`` and ``reduce_sum`` are each other's derivative (the pullback of
+a broadcast sums over the broadcast axes; that of a sum broadcasts back), so the
+two primitives are defined together here. The differentiation engines use
+:func:`sum_to_shape` to undo NumPy broadcasting on a cotangent and
+:func:`broadcast_to` to widen a tangent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .primitive import primitive
+from .shapes import _reshape, reshape, shape_of
+
+__all__ = ["broadcast_to", "kept_shape", "reduce_sum", "sum_to_shape", "unreduce"]
+
+
+def kept_shape(shape, axes):
+    """``shape`` with the reduced ``axes`` kept as size 1 (a ``keepdims=True`` result's shape)."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def unreduce(g, x, axis, keepdims):
+    """A reduction's cotangent broadcast back to the input's shape."""
+    shape = shape_of(x)
+    # The shapes are known to fit, so the primitives are called without the
+    # user-facing functions' checks (a measurable share of a small op's backward).
+    if not keepdims:
+        kept = kept_shape(shape, axis)
+        if shape_of(g) != kept:
+            g = _reshape(g, shape=kept)
+    return g if shape_of(g) == shape else broadcast_to_(g, shape=shape)
+
+
+broadcast_to_ = primitive("broadcast_to",
+                          vjp=(lambda g, x, out, shape: sum_to_shape(g, shape_of(x)),),
+                          jvp=(lambda t, x, out, shape: broadcast_to_(t, shape=shape),))
+reduce_sum = primitive(
+    "reduce_sum",
+    vjp=(lambda g, x, out, axis, keepdims: unreduce(g, x, axis, keepdims),),
+    jvp=(lambda t, x, out, axis, keepdims: reduce_sum(t, axis=axis, keepdims=keepdims),),
+)
+
+
+def broadcast_to(x, shape):
+    """``x`` broadcast to ``shape`` (NumPy rules).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.broadcast_to(s4tf.ones([3]), (2, 3)).shape
+    (2, 3)
+    """
+    shape = tuple(int(n) for n in shape)
+    if shape_of(x) == shape:
+        return x
+    try:
+        np.broadcast_shapes(shape_of(x), shape)
+    except ValueError:
+        raise ValueError(
+            f"broadcast_to: cannot broadcast shape {shape_of(x)} to {shape}; axes must match "
+            "or be 1 in the input."
+        ) from None
+    return broadcast_to_(x, shape=shape)
+
+
+def sum_to_shape(g, shape):
+    """Sum ``g`` down to ``shape``, undoing NumPy broadcasting."""
+    g_shape = shape_of(g)
+    if g_shape == tuple(shape):
+        return g
+    lead = len(g_shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1
+    )
+    out = reduce_sum(g, axis=axes, keepdims=True) if axes else g
+    return reshape(out, shape=tuple(shape))

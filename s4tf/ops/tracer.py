@@ -1,0 +1,146 @@
+"""Traces and tracers: what a primitive needs to know about differentiation.
+
+A *trace* is one level of differentiation; a *tracer* is a value being
+differentiated at that level. It wraps a *primal*: a Tensor, a Python float,
+or a tracer of a lower level, which is how nested differential operators give
+higher-order derivatives. Tracers are Tensors, so every Tensor method works on
+them; a primitive applied to tracers hands itself to the highest level's
+:meth:`Trace.process` (:mod:`s4tf.ops.primitive`).
+
+This core lives beside the primitives (as ``jax/_src/core.py`` holds JAX's
+``Primitive``, ``Trace`` and ``Tracer`` together), so the op library never
+imports the differentiation engines: :mod:`s4tf.autodiff` subclasses
+:class:`Trace` and :class:`Tracer` (reverse and forward mode) and builds on the
+ops, never the other way round.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..backends.base import get_backend, get_backend_object
+from ..non_differentiable import non_differentiable
+from ..tensor import Tensor
+from .numpy_functions import shape_query
+
+__all__ = ["Trace", "Tracer", "innermost", "is_float_like", "new_level", "strip"]
+
+_levels = itertools.count(1)
+
+
+def new_level() -> int:
+    """A level above every trace made so far, so nested traces order correctly."""
+    return next(_levels)
+
+
+class Trace:
+    """One level of differentiation; ``process`` applies a primitive to its tracers.
+
+    The differentiation engines subclass it (``ReverseTrace``, ``ForwardTrace``
+    in :mod:`s4tf.autodiff`) and define ``process(primitive, args, params)``.
+    """
+
+    __slots__ = ("level",)
+
+    def __init__(self) -> None:
+        self.level = new_level()
+
+
+def innermost(value):
+    """The concrete value under every level of tracer.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops.tracer import innermost
+    >>> s4tf.gradient(2.0, of=lambda x: x * innermost(x))  # innermost(x) is the float 2.0
+    2.0
+    """
+    while isinstance(value, Tracer):
+        value = value._primal
+    return value
+
+
+def strip(value):
+    """``value`` with every level of tracing removed (a stop-gradient)."""
+    return innermost(value)
+
+
+def is_float_like(value) -> bool:
+    """Whether ``value`` (under its tracers) is a Python float rather than a tensor."""
+    primal = innermost(value)
+    return isinstance(primal, float | int) and not isinstance(primal, bool | np.bool_)
+
+
+def _refusal(operation: str):
+    """A method that raises :class:`s4tf.NonDifferentiableError` for ``operation``."""
+
+    def refuse(self, *args, **kwargs):
+        raise non_differentiable(operation)
+
+    refuse.__doc__ = f"Raises NonDifferentiableError: {operation} cannot carry a derivative."
+    return refuse
+
+
+class Tracer(Tensor):
+    """A value being differentiated at one level.
+
+    Subclasses set their slots in ``__new__``: ``s4tf.Tensor(tracer)`` returns
+    the tracer, and Python then calls the result's ``__init__`` with Tensor's
+    arguments (``object.__init__`` ignores them).
+    """
+
+    __slots__ = ("_trace", "_primal")
+    _traced = True
+
+    @property
+    def shape(self):
+        primal = self._primal
+        return () if isinstance(primal, float | int) else primal.shape
+
+    @property
+    def dtype(self):
+        primal = self._primal
+        return _dtypes.float64 if isinstance(primal, float) else primal.dtype
+
+    @property
+    def backend(self):
+        primal = innermost(self)
+        return primal.backend if isinstance(primal, Tensor) else get_backend()
+
+    @property
+    def _backend(self):
+        return get_backend_object(self.backend)
+
+    # Reading numbers out of a traced value ends the derivative's path: each raises,
+    # naming the user's line. bool() and comparisons work, so control flow does.
+    numpy = _refusal("Tensor.numpy()")
+    item = _refusal("Tensor.item()")
+    tolist = _refusal("Tensor.tolist()")
+    __array__ = _refusal("Converting to a NumPy array (np.asarray, a NumPy function)")
+    __float__ = _refusal("Converting to a Python float (float(), math.* functions)")
+    __int__ = _refusal("Converting to a Python int (int())")
+    __index__ = _refusal("Using a differentiated value as an index")
+    __round__ = _refusal("round()")
+    __trunc__ = _refusal("math.trunc()")
+    __floor__ = _refusal("math.floor()")
+    __ceil__ = _refusal("math.ceil()")
+    __reduce__ = _refusal("Pickling a differentiated value")
+
+    def __array_function__(self, func, types, args, kwargs):
+        query = shape_query(func, args, kwargs)
+        if query is not None:
+            return query
+        raise non_differentiable(f"The NumPy function numpy.{func.__name__}")
+
+    def __bool__(self):
+        return bool(innermost(self))
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} level={self._trace.level} of {innermost(self)!r}>"
