@@ -98,8 +98,10 @@ def tree_map_broadcast(fn, tree, *rest, is_leaf=None):
     The first tree (in order) that has a container at a position gives the
     structure there; a leaf of another tree at that position (a scalar, or
     ``None`` for zero) meets every leaf below it, as JAX broadcasts a tree
-    prefix. Two containers at one position must be of one kind (sequences,
-    dicts, or nodes, matched by field name) and hold the same keys.
+    prefix. Two containers at one position must be of one kind (sequences of
+    one length; dicts or nodes holding at least the first one's keys). ``fn``
+    sees every value that is no container, static ones too (``None``, a
+    string in a ``no_derivative`` field), and every field of a node;
     ``is_leaf(value)`` marks containers to treat as leaves.
 
     Examples
