@@ -53,9 +53,8 @@ from .autodiff import (
     without_derivative,
 )
 from .backends.base import backend, barrier, get_backend, set_backend
-from .backends.transfer import to_backend
 from .checkpoint import CheckpointError, load, load_training_state, save, save_training_state
-from .consumed import ConsumedValueError
+from .cow.consumed import ConsumedValueError
 from .creation import arange, eye, full, ones, ones_like, zeros, zeros_like
 from .differentiable import Differentiable, State, moved, no_derivative, replace
 from .dtypes import DType, bfloat16, float16, float32, float64, int32, int64
@@ -134,6 +133,7 @@ from .ops import (
 )
 from .summary import parameter_count, summary
 from .training_loop import TrainingLoop, callbacks
+from .transfer import to_backend
 from .tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 # isort: split

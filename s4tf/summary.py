@@ -6,11 +6,10 @@ import sys
 
 from . import dtypes as _dtypes
 from .creation import zeros
-from .differentiable import Differentiable
 from .layers import layer as _layer_module
 from .learning_phase import inference
 from .tensor import Tensor
-from .tree import tree_leaves
+from .tree import join_path, tree_children, tree_leaves
 
 __all__ = ["parameter_count", "summary"]
 
@@ -31,31 +30,32 @@ def parameter_count(model) -> int:
 
 
 def _names(value, prefix, out):
-    """Map ``id(layer)`` to its dotted field path inside the model."""
-    if isinstance(value, Differentiable):
+    """Map ``id(layer)`` to its field path inside the model (``blocks[0].conv``)."""
+    kind, children = tree_children(value)
+    if kind == "node":
         out.setdefault(id(value), prefix or type(value).__name__)
-        for name in type(value)._s4tf_all_fields:
-            _names(value.__dict__.get(name), f"{prefix}.{name}" if prefix else name, out)
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _names(item, f"{prefix}[{i}]", out)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _names(item, f"{prefix}[{key!r}]", out)
+    if kind == "cell":
+        return out  # running statistics hold no layers
+    for key, child, _ in children:
+        if kind == "node":
+            label = join_path(prefix, key)
+        else:
+            label = f"{prefix}[{key!r}]" if kind == "dict" else f"{prefix}[{key}]"
+        _names(child, label, out)
     return out
 
 
 def _describe_output(output) -> str:
     if isinstance(output, Tensor):
         return str(output.shape)
-    if isinstance(output, list | tuple):
-        shapes = {_describe_output(o) for o in output}
+    kind, children = tree_children(output)
+    if kind in ("list", "tuple"):
+        shapes = {_describe_output(o) for _, o, _ in children}
         if len(shapes) == 1:
             return f"{len(output)} x {shapes.pop()}"
-        return "[" + ", ".join(_describe_output(o) for o in output) + "]"
-    if isinstance(output, Differentiable):
-        fields = type(output)._s4tf_all_fields
-        return ", ".join(f"{n}={_describe_output(output.__dict__.get(n))}" for n in fields)
+        return "[" + ", ".join(_describe_output(o) for _, o, _ in children) + "]"
+    if kind == "node":
+        return ", ".join(f"{name}={_describe_output(child)}" for name, child, _ in children)
     return type(output).__name__
 
 

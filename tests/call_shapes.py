@@ -101,11 +101,11 @@ def check(shape: Shape, alias: bool, names: dict, expected) -> None:
     before = names.get("before")
     for expression in kept:
         old = eval(expression, {}, names)
-        assert not s4tf.consumed.is_consumed(old), f"{expression} was consumed"
+        assert not s4tf.cow.consumed.is_consumed(old), f"{expression} was consumed"
         for got, want in zip(snapshot(old), before[0], strict=True):
             np.testing.assert_array_equal(got, want)
     for name in () if alias else shape.consumed:
-        assert s4tf.consumed.is_consumed(names[name]), f"{name} was not consumed"
+        assert s4tf.cow.consumed.is_consumed(names[name]), f"{name} was not consumed"
     in_place = False if alias else shape.in_place
     if in_place is not None and before is not None:
         same = storage_ids(eval(shape.result, {}, names)) == before[1]

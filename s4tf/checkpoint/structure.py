@@ -18,9 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..differentiable import Differentiable, State, _new
+from ..differentiable import Differentiable, State
 from ..dtypes import DType, as_dtype
 from ..tensor import Tensor
+from ..tree import join_path, node_type, tree_children
 from .callables import callable_name, register_callable, registered_callable
 from .errors import CheckpointError
 from .field_types import check_field
@@ -60,7 +61,7 @@ def find_class(qualified: str) -> type:
     Examples
     --------
     >>> import s4tf
-    >>> s4tf.checkpoint.find_class("s4tf.differentiable.TangentVectorBase").__name__
+    >>> s4tf.checkpoint.find_class("s4tf.differentiable.base.TangentVectorBase").__name__
     'TangentVectorBase'
     """
     if not isinstance(qualified, str):
@@ -80,10 +81,6 @@ def find_class(qualified: str) -> type:
         + ". s4tf never imports modules named in a file: import or define the class "
         "first, or pass like=model to s4tf.load."
     )
-
-
-def _join(path: str, part) -> str:
-    return f"{path}.{part}" if path else str(part)
 
 
 def encode(value, tensors: dict, path: str = "", differentiable: bool = True, objects=None,
@@ -129,34 +126,22 @@ def encode(value, tensors: dict, path: str = "", differentiable: bool = True, ob
         return encode(value.item(), tensors, path, differentiable, objects, depth)
     if isinstance(value, DType):
         return {"kind": "dtype", "name": value.name}
-    if isinstance(value, Differentiable):
-        cls = type(value)
-        fields = {}
-        for name in cls._s4tf_all_fields:
-            field_value = value.__dict__[name] if name in value.__dict__ else getattr(value, name)
-            fields[name] = encode(field_value, tensors, _join(path, name),
-                                  differentiable and name not in cls._s4tf_no_derivative, objects,
-                                  inner)
-        node = {"kind": "node", "class": _qualified_name(cls), "fields": fields}
+    kind, children = tree_children(value)
+    if kind == "node":
+        node = {"kind": "node", "class": _qualified_name(type(value)), "fields": {
+            name: encode(child, tensors, join_path(path, name), differentiable and seen, objects,
+                         inner)
+            for name, child, seen in children}}
         if objects is not None:
-            node["ref"] = _keep(objects, cls)
+            node["ref"] = _keep(objects, type(value))
         return node
-    if isinstance(value, State):
-        return {"kind": "state", "value": encode(value.value, tensors, path, False, objects, inner)}
-    if isinstance(value, list | tuple):
-        if isinstance(value, tuple) and type(value) is not tuple:
-            # Named tuples would need their class: kept whole; like= supplies them.
-            return _opaque(value, objects)
-        items = [encode(v, tensors, _join(path, i), differentiable, objects, inner)
-                 for i, v in enumerate(value)]
-        return {"kind": type(value).__name__, "items": items}
-    if isinstance(value, dict):
-        if not all(isinstance(k, str | int) and not isinstance(k, bool) for k in value):
-            return _opaque(value, objects)
-        return {"kind": "dict", "items": [
-            [k, encode(v, tensors, _join(path, k), differentiable, objects, inner)]
-            for k, v in value.items()
-        ]}
+    if kind == "cell":
+        [(_, child, _)] = children
+        return {"kind": "state", "value": encode(child, tensors, path, False, objects, inner)}
+    if kind in ("list", "tuple", "dict") and _describable(value):
+        items = [[key, encode(child, tensors, join_path(path, key), differentiable, objects, inner)]
+                 for key, child, _ in children]
+        return {"kind": kind, "items": items if kind == "dict" else [item for _, item in items]}
     if callable(value) and not isinstance(value, type):
         if objects is not None:
             return {"kind": "object", "ref": _keep(objects, value)}
@@ -164,6 +149,15 @@ def encode(value, tensors: dict, path: str = "", differentiable: bool = True, ob
         if name is not None:
             return {"kind": "callable", "name": name}
     return _opaque(value, objects)
+
+
+def _describable(value) -> bool:
+    """Whether JSON can describe container ``value`` item by item."""
+    if isinstance(value, tuple):
+        return type(value) is tuple  # named tuples need their class: kept whole (like= has it)
+    if isinstance(value, dict):
+        return all(isinstance(k, str | int) and not isinstance(k, bool) for k in value)
+    return True
 
 
 def _keep(objects: list, value) -> int:
@@ -226,7 +220,7 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
     if kind == "state":
         return State(decode(structure.get("value"), arrays, make_tensor, path, objects, inner))
     if kind in ("list", "tuple"):
-        items = [decode(s, arrays, make_tensor, _join(path, i), objects, inner)
+        items = [decode(s, arrays, make_tensor, join_path(path, i), objects, inner)
                  for i, s in enumerate(_entries(structure, where))]
         return items if kind == "list" else tuple(items)
     if kind == "dict":
@@ -234,7 +228,8 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str | int)
                    and not isinstance(p[0], bool) for p in pairs):
             raise CheckpointError(f"the checkpoint's dict at {where!r} is damaged.")
-        return {k: decode(s, arrays, make_tensor, _join(path, k), objects, inner) for k, s in pairs}
+        return {k: decode(s, arrays, make_tensor, join_path(path, k), objects, inner)
+                for k, s in pairs}
     if kind == "object" and objects is not None:
         return objects[structure["ref"]]
     if kind == "callable":
@@ -267,11 +262,12 @@ def _decode_node(structure, arrays, make_tensor, path, objects, depth):
         )
     values = {}
     for name in cls._s4tf_all_fields:
-        values[name] = decode(fields[name], arrays, make_tensor, _join(path, name), objects, depth)
+        values[name] = decode(fields[name], arrays, make_tensor, join_path(path, name), objects,
+                              depth)
         if objects is None:
             # With like=, the classes and static fields are the caller's own.
-            check_field(cls, name, values[name], _join(path, name))
-    return _new(cls, values)
+            check_field(cls, name, values[name], join_path(path, name))
+    return node_type(cls).build(values)
 
 
 def _entries(structure: dict, where: str) -> list:

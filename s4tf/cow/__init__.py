@@ -2,7 +2,7 @@
 
 An update (``opt.update(model, grads)``, ``value.moved(along=)``) writes a
 buffer in place only when nothing but the model can see it, and consumes a
-model it changes in place (see :mod:`s4tf.consumed`); anything someone else can
+model it changes in place (see :mod:`.consumed`); anything someone else can
 still see is copied and stays exactly as it was. ``calibration`` measures the
 counts that mean "only one owner" for this interpreter, ``walk`` checks every
 object on the path to each buffer and rebuilds the new value, ``holders``

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..consumed import can_consume, restore
-from ..consumed import consume as consume_value
-from ..differentiable import Differentiable
 from ..tensor import Tensor
+from ..tree import node_type
 from ..user_frames import user_location
 from . import callsite
 from .calibration import RootBaseline, in_place_supported, mode
+from .consumed import can_consume, restore
+from .consumed import consume as consume_value
 from .holders import debug_enabled, report_copy
 from .interrupts import InterruptsDeferred
 from .walk import analyze, rebuild, rebuild_consumed
@@ -48,8 +48,7 @@ def root_is_unique(value, count: int, baseline: RootBaseline | None, consume: bo
     return (
         consume
         and baseline is not None
-        and isinstance(value, Differentiable)
-        and can_consume(value)
+        and _consumable(value)
         and mode() == "auto"
         and in_place_supported()
         and baseline.allows(value, count, caller)
@@ -71,7 +70,7 @@ def copy_reason(value, baseline: RootBaseline | None, consume: bool, caller=None
         return "this interpreter's reference counts cannot prove uniqueness (copying is safe)"
     if baseline is None:
         return "reference-count calibration failed on this interpreter (copying is safe)"
-    if not (isinstance(value, Differentiable) and can_consume(value)):
+    if not _consumable(value):
         return (f"a {type(value).__name__} cannot be consumed; only s4tf.Differentiable models "
                 "are updated in place")
     if caller is not None and entry is not None:
@@ -79,6 +78,13 @@ def copy_reason(value, baseline: RootBaseline | None, consume: bool, caller=None
         if not found.consume:
             return f"the model was passed {found.passed}"
     return None
+
+
+def _consumable(value) -> bool:
+    """Whether ``value`` is a model (a registered node: an s4tf.Differentiable) whose class
+    can be swapped for a consumed type."""
+    node = node_type(value.__class__)
+    return node is not None and not node.cell and can_consume(value)
 
 
 def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_leaf, what: str,

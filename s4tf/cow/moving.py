@@ -4,29 +4,42 @@
 ``opt.update``: each measures its argument's reference count first and calls
 :func:`moved` here, which adds every leaf's tangent in place where nobody else
 can see the buffer (consuming the old root) and out of place everywhere else.
-Both call shapes are calibrated at import, since a method call passes ``self``
-differently from a function call on some interpreters.
+The module that defines the entry points calibrates each (:func:`calibrate`),
+since a method call passes ``self`` differently from a function call on some
+interpreters; an entry point not calibrated always copies.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..differentiable import Differentiable, _is_zero
-from ..differentiable import moved as moved_function
 from ..tensor import Tensor
-from ..tree import tree_flatten
+from ..tree import is_zero, tree_flatten, tree_leaf_paths
 from . import calibration, callsite
 from .engine import update
 
-__all__ = ["moved"]
+__all__ = ["calibrate", "moved"]
+
+# Entry point -> its RootBaseline (None: calibration failed, always copy).
+_BASELINES: dict[callsite.Entry, calibration.RootBaseline | None] = {}
 
 
-def moved(value, along, count: int, caller, *, method: bool, consume: bool = True):
+def calibrate(entry: callsite.Entry, function, make, tangent, calls) -> None:
+    """Calibrate the ``moved`` entry point ``entry`` with probe values ``make()``.
+
+    ``function`` is the entry point (``None`` for a method: ``calls`` name it),
+    ``tangent`` a tangent of the probe values, and ``calls`` the call shapes
+    (see :func:`s4tf.cow.calibration.calibrate_root`).
+    """
+    _BASELINES[entry] = calibration.calibrate_root(function, make, calls=calls, args=(tangent,))
+
+
+def moved(value, along, count: int, caller, entry: callsite.Entry, *, consume: bool = True):
     """``value`` moved along ``along``; the body of both ``moved`` entry points.
 
     ``count`` is ``sys.getrefcount(value)`` measured first thing by the entry
-    point, and ``caller`` the frame that called it.
+    point ``entry`` (``callsite.MOVED`` or ``callsite.MOVED_METHOD``), and
+    ``caller`` the frame that called it.
 
     Examples
     --------
@@ -40,7 +53,7 @@ def moved(value, along, count: int, caller, *, method: bool, consume: bool = Tru
     """
     if calibration.probing is not None:
         calibration.record_probe(value, count, caller)
-    if _is_zero(along):
+    if is_zero(along):
         return value
     tangents = _tangents(value, along)
 
@@ -53,10 +66,7 @@ def moved(value, along, count: int, caller, *, method: bool, consume: bool = Tru
             return leaf
         return leaf + tangent
 
-    if method:
-        return update(value, count, _METHOD, consume, new_leaf, "moved", caller,
-                      callsite.MOVED_METHOD)
-    return update(value, count, _FUNCTION, consume, new_leaf, "moved", caller, callsite.MOVED)
+    return update(value, count, _BASELINES.get(entry), consume, new_leaf, "moved", caller, entry)
 
 
 def _tangents(value, along) -> list:
@@ -70,17 +80,12 @@ def _tangents(value, along) -> list:
             except ValueError:
                 shape = None
             if shape != leaf.shape:
+                path = tree_leaf_paths(value, differentiable=True)[i]
                 raise ValueError(
-                    f"moved(along=): the tangent of {_path(value, i)!r} has shape {tangent.shape}, "
+                    f"moved(along=): the tangent of {path!r} has shape {tangent.shape}, "
                     f"but the value has shape {leaf.shape}. Pass a tangent of the value's shape."
                 )
     return tangents
-
-
-def _path(value, i: int) -> str:
-    from ..optimizers._paths import leaf_paths
-
-    return leaf_paths(value)[i]
 
 
 def _adds_in_place(leaf, tangent) -> bool:
@@ -90,16 +95,3 @@ def _adds_in_place(leaf, tangent) -> bool:
     return (type(tangent) is Tensor and tangent._backend is leaf._backend
             and tangent.dtype == leaf.dtype
             and type(tangent._data) is getattr(leaf._backend, "array_type", None))
-
-
-class _Probe(Differentiable):
-    w: float
-
-
-def _calibrate(entry, calls):
-    return calibration.calibrate_root(entry, lambda: _Probe(0.0), calls=calls,
-                                      args=(_Probe.TangentVector(w=1.0),))
-
-
-_FUNCTION = _calibrate(moved_function, ("entry({value}, args[0])", "entry({value}, along=args[0])"))
-_METHOD = _calibrate(None, ("{value}.moved(args[0])", "{value}.moved(along=args[0])"))

@@ -7,6 +7,11 @@ path root -> fields -> containers -> Tensor -> storage is referenced by its
 parent alone (and the storage owns its memory). :func:`rebuild` then makes the
 new value from the new leaves, reusing nothing of the old containers, and gives
 the new value its own copy of every ``State`` cell someone else can still see.
+
+This walk is its own, not :mod:`s4tf.tree`'s: it compares reference counts,
+so it must not hold a single extra reference (a child list, a tuple of
+children) while it looks. It reads the same field plans, from the tree's
+registry.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ import weakref
 
 import numpy as np
 
-from ..differentiable import Differentiable, State, no_derivative
 from ..tensor import Tensor
+from ..tree import NodeType, node_type, register_cell, register_node
 
 __all__ = ["Analysis", "analyze", "calibrate_inner", "rebuild", "rebuild_consumed"]
 
@@ -38,7 +43,7 @@ class Analysis:
     def __init__(self) -> None:
         self.leaves: list = []
         self.in_place: list[bool] = []
-        self.copy_cells: dict[int, State] = {}
+        self.copy_cells: dict[int, object] = {}  # id -> a State cell to copy
         self.blocker = None  # the first object found shared (for S4TF_DEBUG reports)
         self.visited: set[int] = set()  # ids of the model's own objects, not "other holders"
 
@@ -118,29 +123,35 @@ def _visit(value, parent: str, unique: bool, found: Analysis) -> None:
         for item in value.values():
             _visit(item, "dict", unique, found)
         return
-    if isinstance(value, Differentiable):
-        if unique and parent != "root":
-            unique = _unique(parent, "node", value, found)
-        state = value.__dict__
-        found.visited.add(id(state))
-        if unique:
-            unique = _unique("node", "fields", state, found)
-        cls = type(value)
-        for name in cls._s4tf_all_fields:
-            field = state.get(name, _MISSING)
-            if field is _MISSING:
-                field = getattr(value, name)
-            if name in cls._s4tf_no_derivative:
-                if type(field) is State:
-                    _visit_cell(field, "static", unique, found)
-                continue
-            _visit(field, "node", unique, found)
+    node = node_type(value.__class__)
+    if node is None:
         return
-    if isinstance(value, State):
+    if node.cell:
         _visit_cell(value, parent, unique, found)
+        return
+    if unique and parent != "root":
+        unique = _unique(parent, "node", value, found)
+    state = value.__dict__
+    found.visited.add(id(state))
+    if unique:
+        unique = _unique("node", "fields", state, found)
+    for name in node.fields:
+        field = state.get(name, _MISSING)
+        if field is _MISSING:
+            field = getattr(value, name)
+        if name in node.no_derivative:
+            if _is_cell(field):
+                _visit_cell(field, "static", unique, found)
+            continue
+        _visit(field, "node", unique, found)
 
 
-def _visit_cell(cell: State, parent: str, unique: bool, found: Analysis) -> None:
+def _is_cell(value) -> bool:
+    node = node_type(type(value))
+    return node is not None and node.cell
+
+
+def _visit_cell(cell, parent: str, unique: bool, found: Analysis) -> None:
     if not (unique and parent != "root" and _unique(parent, "state", cell, found)):
         found.copy_cells[id(cell)] = cell
 
@@ -152,7 +163,7 @@ def rebuild(value, leaves, found: Analysis):
 
 def rebuild_consumed(cls: type, fields: dict, leaves, found: Analysis):
     """Like :func:`rebuild` for a root already consumed: its class and old fields."""
-    return _build_node(cls, fields, leaves, found, {})
+    return _build_node(node_type(cls), fields, leaves, found, {})
 
 
 def _build(value, leaves, found, memo):
@@ -167,28 +178,27 @@ def _build(value, leaves, found, memo):
         return tuple(children) if type(value) is tuple else type(value)(*children)
     if isinstance(value, dict):
         return {k: _build(v, leaves, found, memo) for k, v in value.items()}
-    if isinstance(value, Differentiable):
-        return _build_node(type(value), value.__dict__, leaves, found, memo)
-    if isinstance(value, State):
+    node = node_type(value.__class__)
+    if node is None:
+        return value
+    if node.cell:
         return _cell(value, found, memo)
-    return value
+    return _build_node(node, value.__dict__, leaves, found, memo)
 
 
-def _build_node(cls, state, leaves, found, memo):
+def _build_node(node: NodeType, state, leaves, found, memo):
     out = {}
     for name, field in state.items():
-        if name in cls._s4tf_no_derivative:
-            out[name] = _cell(field, found, memo) if type(field) is State else field
-        elif name in cls._s4tf_all_fields:
+        if name in node.no_derivative:
+            out[name] = _cell(field, found, memo) if _is_cell(field) else field
+        elif name in node.fields:
             out[name] = _build(field, leaves, found, memo)
         else:
             out[name] = field
-    obj = object.__new__(cls)
-    obj.__dict__.update(out)
-    return obj
+    return node.build(out)
 
 
-def _cell(cell: State, found: Analysis, memo: dict) -> State:
+def _cell(cell, found: Analysis, memo: dict):
     if id(cell) not in found.copy_cells:
         return cell
     copied = memo.get(id(cell))
@@ -196,13 +206,31 @@ def _cell(cell: State, found: Analysis, memo: dict) -> State:
         value = cell.value
         if isinstance(value, list | dict):
             value = type(value)(value)
-        copied = memo[id(cell)] = State(value)
+        copied = memo[id(cell)] = node_type(type(cell)).build({"value": value})
     return copied
 
 
-class _ProbeNode(Differentiable):
-    x: object
-    cell: State = no_derivative(default=None)
+class _ProbeNode:
+    """A node of the probe model, registered like a Differentiable class: a field ``x``
+    and a ``no_derivative`` cell (cow knows models only through the tree's registry)."""
+
+
+class _ProbeCell:
+    """A cell of the probe model, laid out as ``State``."""
+
+    __slots__ = ("value", "__weakref__")
+
+    def __init__(self, value):
+        self.value = value
+
+
+register_node(_ProbeNode, ("x", "cell"), no_derivative=("cell",))
+register_cell(_ProbeCell)
+
+
+def _node(x):
+    # Built as the tree builds nodes (their __dict__ made at once), as models are.
+    return node_type(_ProbeNode).build({"x": x, "cell": _ProbeCell(0.0)})
 
 
 def _probe_model():
@@ -211,22 +239,22 @@ def _probe_model():
         fresh = Tensor(np.zeros(2, np.float32))
         return {
             "tensor": lambda: fresh,
-            "node": lambda: _ProbeNode(fresh, State(0.0)),
+            "node": lambda: _node(fresh),
             "list": lambda: [fresh],
             "tuple": lambda: (fresh,),
             "dict": lambda: {"k": fresh},
-            "state": lambda: State(fresh),
+            "state": lambda: _ProbeCell(fresh),
         }[kind]()
 
     kinds = ("tensor", "node", "list", "tuple", "dict", "state")
     parents = {
-        "node": lambda c: _ProbeNode(c, State(0.0)),
+        "node": _node,
         "list": lambda c: [c],
         "tuple": lambda c: (c,),
         "dict": lambda c: {"k": c},
     }
     items = [parents[p](child(k)) for p in parents for k in kinds]
-    return _ProbeNode(items, State(0.0))
+    return _node(items)
 
 
 def calibrate_inner() -> None:

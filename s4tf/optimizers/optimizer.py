@@ -25,9 +25,8 @@ from .. import cow
 from ..cow import calibration, callsite
 from ..differentiable import Differentiable
 from ..tensor import Tensor
-from ..tree import tree_flatten
+from ..tree import tree_flatten, tree_leaf_paths
 from ._checks import number
-from ._paths import leaf_paths
 from .tensor_buffers import TensorBuffer, full_on
 
 __all__ = ["Optimizer"]
@@ -73,7 +72,7 @@ class Optimizer:
                 f"{type(self).__name__} got a {type(model).__name__} with no parameters (no "
                 "floats or floating tensors outside no_derivative fields); pass the model to train."
             )
-        self._paths = leaf_paths(model)
+        self._paths = tree_leaf_paths(model, differentiable=True)
         self._shapes = [() if isinstance(x, float) else x.shape for x in leaves]
         self._dtypes = [np.dtype(np.float64) if isinstance(x, float) else x.dtype.numpy
                         for x in leaves]

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 import s4tf
-from s4tf.cow import calibration, copy_reason, frames, moving
+from s4tf.cow import calibration, callsite, copy_reason, frames, moving
 from s4tf.optimizers import optimizer
 
 
@@ -25,7 +25,8 @@ def blind_entry(value):
 def test_the_entry_points_are_calibrated_on_this_interpreter():
     if not calibration.in_place_supported():
         pytest.skip("reference counts are not trusted on this interpreter (copying is used)")
-    for baseline in (optimizer._ROOT_BASELINE, moving._FUNCTION, moving._METHOD):
+    for baseline in (optimizer._ROOT_BASELINE, moving._BASELINES[callsite.MOVED],
+                     moving._BASELINES[callsite.MOVED_METHOD]):
         assert isinstance(baseline, calibration.RootBaseline)
         assert baseline.borrowing == (baseline.local < baseline.namespace)
 

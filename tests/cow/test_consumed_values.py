@@ -14,7 +14,7 @@ def consumed_net():
     net = make_net()
     opt = optimizers.SGD(net)
     new = opt.update(net, grad_of(net))
-    assert s4tf.consumed.is_consumed(net) and new is not net
+    assert s4tf.cow.consumed.is_consumed(net) and new is not net
     return net
 
 
@@ -31,7 +31,7 @@ def test_type_and_isinstance_keep_working():
     net = consumed_net()
     assert isinstance(net, Net) and isinstance(net, s4tf.Differentiable)
     assert not isinstance(net, s4tf.Tensor) and not isinstance(net, int)
-    assert issubclass(type(net), s4tf.consumed._ConsumedValue)
+    assert issubclass(type(net), s4tf.cow.consumed._ConsumedValue)
     assert type(net).__name__ == "ConsumedNet"
     assert net.__class__ is Net
 

@@ -123,7 +123,7 @@ def test_ctrl_c_during_an_in_place_update_finishes_it_then_raises(base, backend)
     # Every parameter was updated before the interrupt was raised, and the name
     # the interrupted assignment never rebound holds the finished update.
     assert cls.calls == len(s4tf.tree_leaves(model, differentiable=True))
-    assert not s4tf.consumed.is_consumed(model)
+    assert not s4tf.cow.consumed.is_consumed(model)
     assert ids is None or storage_ids(model) == ids
     twin, twin_opt = clean_twin(base, 1)
     for got, want in zip(snapshot(model), snapshot(twin), strict=True):

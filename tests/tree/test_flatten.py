@@ -1,14 +1,13 @@
-"""Pytrees (s4tf/tree.py): the exact-type fast paths and cached per-class plans
+"""Pytrees (s4tf/tree/flatten.py): the exact-type fast paths and cached per-class plans
 must flatten and rebuild exactly as the general isinstance path does."""
 
 import collections
-import typing
 
 import numpy as np
 import pytest
+from hand_written_tangents import Custom
 
 import s4tf
-from s4tf.differentiable import TangentVectorBase
 from s4tf.tree import TreeDef
 
 
@@ -92,15 +91,6 @@ def test_tangent_unflatten_builds_synthesized_and_hand_written_tangents():
     treedef = s4tf.tree_flatten(layer, differentiable=True)[1]
     tangent = treedef.tangent_unflatten([s4tf.ones([2, 3]), None])
     assert type(tangent) is Layer.TangentVector and tangent.bias is None
-
-    class Custom(s4tf.Differentiable):
-        a: float
-        b: float
-
-        class TangentVector(TangentVectorBase):
-            a: typing.Any = 0.0
-            extra: typing.Any = 0.0
-
     custom_def = s4tf.tree_flatten(Custom(1.0, 2.0), differentiable=True)[1]
     custom_tangent = custom_def.tangent_unflatten([3.0, 4.0])
     assert (custom_tangent.a, custom_tangent.extra) == (3.0, None)

@@ -1,9 +1,9 @@
-"""Moving whole values (models, optimizer state) between backends."""
+"""Moving whole values (models, optimizer state) between backends: a map over the tree."""
 
 from __future__ import annotations
 
-from ..tensor import Tensor
-from ..tree import tree_map
+from .tensor import Tensor
+from .tree import tree_map
 
 __all__ = ["to_backend"]
 

@@ -170,7 +170,7 @@ def consume(value, location: str, by: str = "an in-place update") -> dict:
     Examples
     --------
     >>> import s4tf
-    >>> from s4tf.consumed import consume
+    >>> from s4tf.cow.consumed import consume
     >>> class P(s4tf.Differentiable):
     ...     x: float
     >>> p = P(1.0)
@@ -205,7 +205,7 @@ def restore(value, new) -> None:
     Examples
     --------
     >>> import s4tf
-    >>> from s4tf.consumed import consume, restore
+    >>> from s4tf.cow.consumed import consume, restore
     >>> class P(s4tf.Differentiable):
     ...     x: float
     >>> p = P(1.0)
@@ -225,7 +225,7 @@ def is_consumed(value) -> bool:
 
     Examples
     --------
-    >>> from s4tf.consumed import is_consumed
+    >>> from s4tf.cow.consumed import is_consumed
     >>> is_consumed(3.0)
     False
     """

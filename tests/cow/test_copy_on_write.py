@@ -281,7 +281,7 @@ def test_attribute_updated_into_another_name_keeps_the_holders_model():
     snap = snapshot(trainer.model)
     m = trainer.opt.update(trainer.model, grad_of(trainer.model))
     assert_same(trainer.model, snap)
-    assert not s4tf.consumed.is_consumed(m)
+    assert not s4tf.cow.consumed.is_consumed(m)
 
 
 def test_an_item_updated_back_into_its_place_is_written_in_place():

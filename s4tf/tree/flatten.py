@@ -1,21 +1,41 @@
-"""Pytrees: flattening any value into its tensor and float leaves, and back.
+"""``tree_flatten`` and :class:`TreeDef`: a value as its leaves and its structure, and back.
 
-Containers are lists, tuples (named ones too), dicts, :class:`s4tf.Differentiable`
-dataclasses and :class:`s4tf.State` cells. Leaves are Tensors and Python floats;
-everything else (ints, strings, callables, None) is static structure. With
-``differentiable=True`` only the values differentiation sees are leaves:
-floating tensors and floats outside ``no_derivative`` fields and State cells.
+This is the hot path of differentiation (every operator flattens its points
+and rebuilds tangents from leaf cotangents), so it tests exact types before
+isinstance chains and keeps a flatten plan per registered class.
+:meth:`TreeDef.tangent_leaves` aligns a tangent with a structure, ``None`` and
+``0.0`` standing for zero (:func:`is_zero`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .tensor import Tensor
+from ..tensor import Tensor
+from .registry import new_instance, node_type
 
-__all__ = ["TreeDef", "tree_flatten", "tree_leaves", "tree_map", "tree_unflatten"]
+__all__ = ["TreeDef", "is_leaf", "is_zero", "tree_flatten", "tree_leaves", "tree_map",
+           "tree_unflatten"]
 
-_LEAF, _STATIC, _LIST, _TUPLE, _DICT, _NODE, _STATE = range(7)
+_LEAF, _STATIC, _LIST, _TUPLE, _DICT, _NODE, _CELL = range(7)
+_MISSING = object()
+
+
+def is_zero(value) -> bool:
+    """Whether ``value`` stands for a zero tangent of any shape: ``None`` or a numeric 0.
+
+    Examples
+    --------
+    >>> from s4tf.tree import is_zero
+    >>> is_zero(None), is_zero(0.0), is_zero(False), is_zero(1.0)
+    (True, True, False, False)
+    """
+    if value is None:
+        return True
+    if type(value) in (float, int):
+        return value == 0
+    # Subclasses count (np.float64); a bool is never a tangent.
+    return isinstance(value, float | int) and not isinstance(value, bool) and value == 0
 
 
 class TreeDef:
@@ -47,8 +67,8 @@ class TreeDef:
     def tangent_unflatten(self, leaves):
         """The tangent vector of a value of this structure, from leaf tangents.
 
-        Differentiable dataclasses become their ``TangentVector`` class with only
-        the differentiable fields; ``None`` leaves stay ``None``.
+        Registered nodes become their tangent class with only the
+        differentiable fields; ``None`` leaves stay ``None``.
         """
         if self.kind == _LEAF and type(leaves) is list and leaves:
             return leaves[0]
@@ -78,12 +98,11 @@ class TreeDef:
     def _align(self, tangent, out):
         kind = self.kind
         if kind == _LEAF:
-            zero = tangent is None or (type(tangent) in (float, int) and tangent == 0)
-            out.append(None if zero else tangent)
+            out.append(None if is_zero(tangent) else tangent)
             return
-        if kind in (_STATIC, _STATE):
+        if kind in (_STATIC, _CELL):
             return
-        zero = tangent is None or _is_zero_scalar(tangent)
+        zero = is_zero(tangent)
         if kind in (_LIST, _TUPLE):
             if not (zero or isinstance(tangent, list | tuple)):
                 raise TypeError(f"a tangent for a sequence must be a list or tuple (or None for "
@@ -105,15 +124,15 @@ class TreeDef:
                 child._align(parts.get(key), out)
             return
         cls, names, _ = self.meta
-        if tangent is not None and not _is_zero_scalar(tangent):
-            tangent_cls = cls.TangentVector
+        if not zero:
+            tangent_cls = node_type(cls).tangent
             if not isinstance(tangent, tangent_cls):
                 raise TypeError(
                     f"expected a {tangent_cls.__qualname__} (or None for zero), "
                     f"got {type(tangent).__name__}."
                 )
         for name, child in zip(names, self.children, strict=False):
-            child._align(None if tangent is None or _is_zero_scalar(tangent) else getattr(tangent, name, None), out)
+            child._align(None if zero else getattr(tangent, name, None), out)
 
     def _build_all(self, leaves, tangent):
         try:
@@ -140,19 +159,18 @@ class TreeDef:
             return cls(*children)
         if kind == _DICT:
             return dict(zip(self.meta, children, strict=False))
-        if kind == _STATE:
+        if kind == _CELL:
             return None if tangent else self.meta(children[0])
         cls, names, static = self.meta
         if tangent:
-            tangent_cls = cls.TangentVector
-            wanted = tangent_cls._s4tf_field_names
+            tangent_type = node_type(node_type(cls).tangent)
             values = dict(zip(names, children, strict=False))
-            if wanted != names:  # a hand-written TangentVector may name other fields
-                values = {n: values.get(n) for n in wanted}
-            return _new_instance(tangent_cls, values)
+            if tangent_type.fields != names:  # a hand-written TangentVector may name other fields
+                values = {n: values.get(n) for n in tangent_type.fields}
+            return new_instance(tangent_type.cls, values)
         fields = dict(static)
         fields.update(zip(names, children, strict=False))
-        return _new_instance(cls, fields)
+        return new_instance(cls, fields)
 
     def __eq__(self, other):
         return (
@@ -172,11 +190,7 @@ class TreeDef:
 _END = object()
 # Leaf structures carry nothing, so every leaf shares one (TreeDefs are never mutated).
 _LEAF_DEF = TreeDef(_LEAF)
-_KIND_NAMES = ["leaf", "static", "list", "tuple", "dict", "node", "state"]
-
-
-def _is_zero_scalar(value) -> bool:
-    return type(value) in (float, int) and value == 0
+_KIND_NAMES = ["leaf", "static", "list", "tuple", "dict", "node", "cell"]
 
 
 def _meta_key(treedef):
@@ -185,20 +199,17 @@ def _meta_key(treedef):
     return treedef.meta
 
 
-def _new_instance(cls, fields):
-    obj = object.__new__(cls)
-    obj.__dict__.update(fields)
-    return obj
-
-
-def _is_float(value) -> bool:
+def is_leaf(value, differentiable: bool = False) -> bool:
+    """Whether ``value`` is a leaf: a Tensor (a floating one under differentiation) or a float."""
+    if isinstance(value, Tensor):
+        return not differentiable or value.dtype.is_floating
     return isinstance(value, float) and not isinstance(value, np.bool_)
 
 
 def _flatten(value, leaves, differentiable):
     # Exact types first: the points and results of differentiation are almost always
-    # plain Tensors, floats, lists, tuples or Differentiable dataclasses (whose flatten
-    # plan is cached per class), and a type test is far cheaper than an isinstance chain.
+    # plain Tensors, floats, lists, tuples or registered nodes (whose flatten plan is
+    # cached per class), and a type test is far cheaper than an isinstance chain.
     kind = type(value)
     if kind is Tensor:
         if differentiable and not value.dtype.is_floating:
@@ -219,17 +230,12 @@ def _flatten(value, leaves, differentiable):
 
 
 def _flatten_general(value, leaves, differentiable):
-    """Subclasses (tracers, named tuples, ...), dicts, State cells and static values."""
-    from .differentiable import Differentiable, State
-
+    """Subclasses (tracers, named tuples, ...), dicts, cells and static values."""
+    if is_leaf(value, differentiable):
+        leaves.append(value)
+        return _LEAF_DEF
     if isinstance(value, Tensor):
-        if differentiable and not value.dtype.is_floating:
-            return TreeDef(_STATIC, value)
-        leaves.append(value)
-        return _LEAF_DEF
-    if _is_float(value):
-        leaves.append(value)
-        return _LEAF_DEF
+        return TreeDef(_STATIC, value)  # not floating, under differentiation
     if isinstance(value, list):
         return TreeDef(_LIST, None, tuple(_flatten(v, leaves, differentiable) for v in value))
     if isinstance(value, tuple):
@@ -237,27 +243,28 @@ def _flatten_general(value, leaves, differentiable):
     if isinstance(value, dict):
         keys = tuple(value)
         return TreeDef(_DICT, keys, tuple(_flatten(value[k], leaves, differentiable) for k in keys))
-    if isinstance(value, Differentiable):
-        return _flatten_node(value, _plan(type(value), differentiable), leaves, differentiable)
-    if isinstance(value, State):
+    cls = value.__class__
+    node = node_type(cls)
+    if node is None:
+        return TreeDef(_STATIC, value)
+    if node.cell:
         if differentiable:
             return TreeDef(_STATIC, value)
-        return TreeDef(_STATE, type(value), (_flatten(value.value, leaves, differentiable),))
-    return TreeDef(_STATIC, value)
+        return TreeDef(_CELL, cls, (_flatten(value.value, leaves, differentiable),))
+    return _flatten_node(value, _plan(cls, node, differentiable), leaves, differentiable)
 
 
 # (class, differentiable) -> (cls, child field names, ((field name, is static), ...)).
-# Differentiable classes live as long as the program, so a plain dict is the cache;
-# the field lists are fixed when the class is created (Differentiable.__init_subclass__).
+# Registered classes live as long as the program, so a plain dict is the cache.
 _PLANS: dict = {}
 
 
-def _plan(cls, differentiable):
-    """How to flatten instances of Differentiable ``cls``, computed once per class."""
+def _plan(cls, node, differentiable):
+    """How to flatten instances of ``cls`` (registered as ``node``), made once per class."""
     plan = _PLANS.get((cls, differentiable))
     if plan is None:
-        skip = cls._s4tf_no_derivative if differentiable else ()
-        fields = tuple((name, name in skip) for name in cls._s4tf_all_fields)
+        skip = node.no_derivative if differentiable else ()
+        fields = tuple((name, name in skip) for name in node.fields)
         names = tuple(name for name, static in fields if not static)
         plan = _PLANS[(cls, differentiable)] = (cls, names, fields)
     return plan
@@ -276,9 +283,6 @@ def _flatten_node(value, plan, leaves, differentiable):
         else:
             children.append(_flatten(field_value, leaves, differentiable))
     return TreeDef(_NODE, (cls, names, static), tuple(children))
-
-
-_MISSING = object()
 
 
 def tree_flatten(value, differentiable: bool = False):
