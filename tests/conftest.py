@@ -1,7 +1,7 @@
 """Shared fixtures: ``backend`` runs a test on every available backend.
 
 CuPy runs over its stand-in (``S4TF_CUPY_STANDIN=numpy``:
-:mod:`s4tf.backends.cupy_standin`, NumPy behind CuPy's host boundary) when CuPy
+:mod:`s4tf.backends.cupy.standin`, NumPy behind CuPy's host boundary) when CuPy
 is not installed, so its code paths are tested on machines without a GPU.
 """
 

@@ -19,14 +19,14 @@ __all__ = ["Backend", "backend", "barrier", "get_backend", "get_backend_object",
 
 BACKEND_NAMES = ("naive", "cupy", "xla")
 _EXTRAS = {"cupy": ("cupy", "cuda"), "xla": ("jax", "xla")}
-_MODULES = {"naive": "s4tf.backends.naive", "cupy": "s4tf.backends.cupy", "xla": "s4tf.backends.xla"}
+_MODULES = {name: f"s4tf.backends.{name}.backend" for name in BACKEND_NAMES}
 
 _loaded: dict[str, Backend] = {}
 _load_lock = threading.Lock()
 
 
 class Backend:
-    """What every backend provides. Subclasses fill these in; see ``naive.py``.
+    """What every backend provides. Subclasses fill these in; see ``array_module_backend.py``.
 
     Attributes
     ----------

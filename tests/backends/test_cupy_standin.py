@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import s4tf
-from s4tf.backends import cupy_standin as xp
 from s4tf.backends.base import get_backend_object
+from s4tf.backends.cupy import standin as xp
 
 IMPLICIT = "Implicit conversion to a NumPy array is not allowed"
 

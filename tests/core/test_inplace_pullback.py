@@ -5,7 +5,7 @@ import pytest
 
 import s4tf
 import s4tf.creation
-from s4tf.backends.naive import BACKEND
+from s4tf.backends.naive.backend import BACKEND
 
 
 @pytest.fixture

@@ -250,7 +250,7 @@ def test_shape_errors_name_the_op_and_shapes(call, words):
 
 def test_batch_chunking_of_the_kernels_gives_the_same_values(monkeypatch):
     # Tiny chunks (one image each) exercise the chunk loops that big batches take.
-    from s4tf.backends import nn_kernels
+    from s4tf.backends import im2col
 
     x, w, g = _t(3, 6, 5, 2), _t(3, 2, 2, 4), _t(3, 3, 3, 4)
 
@@ -259,7 +259,7 @@ def test_batch_chunking_of_the_kernels_gives_the_same_values(monkeypatch):
         return [y.numpy(), *(t.numpy() for t in pb(g))]
 
     whole = all_three()
-    monkeypatch.setattr(nn_kernels, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(im2col, "CHUNK_BYTES", 1)
     for got, want in zip(all_three(), whole, strict=True):
         np.testing.assert_allclose(got, want, atol=1e-12)
     np.testing.assert_allclose(whole[0], ref_conv(x.numpy(), w.numpy(), (2, 2), "same", (1, 1)),

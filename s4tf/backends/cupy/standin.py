@@ -23,7 +23,7 @@ of out-of-range integer indices, and NumPy functions CuPy lacks (they work here)
 Examples
 --------
 >>> import numpy as np
->>> from s4tf.backends import cupy_standin as xp
+>>> from s4tf.backends.cupy import standin as xp
 >>> a = xp.asarray(np.arange(3.0))
 >>> (a * 2).sum().get()
 array(6.)
@@ -154,7 +154,7 @@ class ndarray:  # noqa: N801  (CuPy's name)
 
     Examples
     --------
-    >>> from s4tf.backends import cupy_standin as xp
+    >>> from s4tf.backends.cupy import standin as xp
     >>> a = xp.ndarray((2,), "float32")
     >>> a.fill(1.5)
     >>> a.get().tolist(), a.flags.owndata, a[:1].base is a
@@ -310,7 +310,7 @@ def array(obj, dtype=None, copy=True, order="K", ndmin=0) -> ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from s4tf.backends import cupy_standin as xp
+    >>> from s4tf.backends.cupy import standin as xp
     >>> host = np.zeros(2)
     >>> device = xp.array(host)
     >>> host[0] = 5.0
@@ -329,7 +329,7 @@ def asarray(obj, dtype=None, order=None) -> ndarray:
 
     Examples
     --------
-    >>> from s4tf.backends import cupy_standin as xp
+    >>> from s4tf.backends.cupy import standin as xp
     >>> a = xp.asarray([1.0, 2.0])
     >>> xp.asarray(a) is a, xp.asarray(a, "float32").dtype.name
     (True, 'float32')
@@ -349,7 +349,7 @@ def asnumpy(a) -> np.ndarray:
 
     Examples
     --------
-    >>> from s4tf.backends import cupy_standin as xp
+    >>> from s4tf.backends.cupy import standin as xp
     >>> type(xp.asnumpy(xp.ones(2))).__name__
     'ndarray'
     """
@@ -361,7 +361,7 @@ def scatter_add(a: ndarray, slices, value) -> None:
 
     Examples
     --------
-    >>> from s4tf.backends import cupy_standin as xp
+    >>> from s4tf.backends.cupy import standin as xp
     >>> a = xp.zeros(3)
     >>> xp.scatter_add(a, xp.asarray([1, 1]), xp.ones(2))
     >>> a.get().tolist()

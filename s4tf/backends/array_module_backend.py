@@ -1,4 +1,9 @@
-"""The naive backend: eager NumPy on the host, always available."""
+"""The eager backend class over a NumPy-compatible array module (NumPy, CuPy).
+
+The naive backend (:mod:`s4tf.backends.naive.backend`) is this class over
+NumPy, the cupy backend (:mod:`s4tf.backends.cupy.backend`) a subclass over
+CuPy; both run the shared kernels of :mod:`s4tf.backends.array_kernels`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import numpy as np
 
 from .array_kernels import ArrayKernels, scatter_add_into
 from .base import Backend
+
+__all__ = ["ArrayModuleBackend"]
 
 
 class ArrayModuleBackend(Backend):
@@ -48,7 +55,7 @@ class ArrayModuleBackend(Backend):
         Examples
         --------
         >>> import numpy as np
-        >>> from s4tf.backends.naive import BACKEND
+        >>> from s4tf.backends.naive.backend import BACKEND
         >>> a = np.zeros(4)
         >>> BACKEND.owns_storage(a), BACKEND.owns_storage(a[1:])
         (True, False)
@@ -65,5 +72,3 @@ class ArrayModuleBackend(Backend):
             return
         scatter_add_into(self.xp, dst, index, src, axis)
 
-
-BACKEND = ArrayModuleBackend("naive", np)

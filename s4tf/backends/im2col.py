@@ -1,0 +1,185 @@
+"""im2col blocks over an array namespace ``xp``, for the convolution kernels.
+
+im2col turns a convolution into a GEMM: one row per output pixel, one column
+per (window offset, input channel), each entry the input under that offset.
+The blocks are copied from strided *views* of the input, a batch chunk at a
+time, into one buffer reused for every chunk (so it stays in cache and is not
+allocated again), in one of two layouts:
+
+* pixel-major, ``(pixels, offsets * channels)``: one copy of the view
+  ``(images, *out, *window, channels)`` of the channels-last input. The copy
+  moves runs of ``window[-1] * channels`` numbers: long for many channels.
+* offset-major, ``(groups, offsets * channels // groups, pixels)``: one slab
+  copy per window offset from a channels-first copy of the input, moving runs
+  of a whole output row: best for few channels, and each channel group's
+  columns are one matrix.
+
+Examples
+--------
+>>> import numpy as np
+>>> x = np.arange(32.0).reshape(1, 4, 4, 2)  # channels 0 and 1 of pixel p: 2p and 2p + 1
+>>> [(start, stop, cols)] = columns(np, x, (3, 3), (2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+>>> cols.shape, cols[0, :, 0].tolist()  # output pixel 0 reads pixels 0, 1, 4, 5
+((1, 8, 9), [0.0, 1.0, 2.0, 3.0, 8.0, 9.0, 10.0, 11.0])
+>>> [(start, stop, cols)] = columns(np, x, (3, 3), (2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1), 2)
+>>> cols.shape, cols[1, :, 0].tolist()  # group 1 is channel 1
+((2, 4, 9), [1.0, 3.0, 9.0, 11.0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .windows import offset_keys, size
+
+__all__ = ["CHUNK_BYTES", "by_rows", "chunks", "columns", "offset_major", "rows"]
+
+#: Target size of one im2col block: about half of a core's L2 cache on today's CPUs.
+CHUNK_BYTES = 1 << 20
+
+#: Channels-last rows shorter than this many bytes per pixel copy faster offset-major.
+OFFSET_MAJOR_BELOW_BYTES = 16
+
+
+def chunks(batch: int, bytes_per_image: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` image ranges whose columns take about :data:`CHUNK_BYTES` each."""
+    step = max(1, min(batch, CHUNK_BYTES // max(bytes_per_image, 1)))
+    return [(start, min(start + step, batch)) for start in range(0, batch, step)]
+
+
+def columns(xp, x, out_spatial, window, strides, padding, dilations, groups):
+    """im2col of ``x`` (``(N, *S, C)``) in batch chunks: yields ``(start, stop, cols)``.
+
+    ``cols`` is ``(groups, window_size * C // groups, rows)``, rows being the
+    output pixels of images ``start:stop``; its second axis is ordered (window
+    offset, channel) like a HWIO filter reshaped to 2-D, so group ``g``'s
+    columns are the matrix ``cols[g]`` (a transposed view for the pixel-major
+    layout). The block is overwritten by the next one: use it first. A 1x1
+    window with unit strides and no padding needs no copy: its columns are
+    ``x`` itself, in one block.
+    """
+    channels = x.shape[-1]
+    if groups == 1 and size(window) == 1 and all(s == 1 for s in strides) and not any(
+            lo or hi for lo, hi in padding):
+        yield 0, x.shape[0], x.reshape(-1, channels).T[None]
+        return
+    parts = chunks(x.shape[0], size(out_spatial) * size(window) * channels * x.itemsize)
+    if groups == 1 and not offset_major(channels, x.itemsize):
+        blocks = (cols.T[None] for cols in _pixel_major(
+            xp, x, out_spatial, window, strides, padding, dilations, parts))
+    else:
+        blocks = _offset_major(xp, x, out_spatial, window, strides, padding, dilations, groups,
+                               parts)
+    for (start, stop), cols in zip(parts, blocks, strict=True):
+        yield start, stop, cols
+
+
+def offset_major(channels: int, itemsize: int) -> bool:
+    """Whether inputs with ``channels`` channels take the offset-major layout."""
+    return channels * itemsize < OFFSET_MAJOR_BELOW_BYTES
+
+
+def by_rows(x, window, strides, groups) -> bool:
+    """Whether a convolution of ``x`` takes the row layout of :func:`rows`.
+
+    Two spatial axes, unit stride down the columns (the first spatial axis),
+    one group, many channels, and a BLAS dtype (the kernel adds one GEMM per
+    window row: exact sums in float32 and float64 only).
+    """
+    return (len(window) == 2 and window[0] > 1 and strides[0] == 1 and groups == 1
+            and x.dtype in (np.float32, np.float64)
+            and not offset_major(x.shape[-1], x.itemsize))
+
+
+def rows(xp, x, out_spatial, window, strides, padding, dilations):
+    """im2col along the last spatial axis only, for 2-D inputs: yields ``(start, stop, cols)``.
+
+    ``cols`` is ``(images * padded_height * out_width, window[1] * C)``: for
+    every padded input row and output column, the window's row of elements
+    (offset-major, like the filter's last two axes). Output row ``h`` and
+    filter row ``i`` read its rows ``h + i * dilations[0]``: for each filter
+    row, one contiguous slice per image, so a convolution is one GEMM per
+    filter row on columns a third (for 3x3) the size of full im2col's.
+    Each block is the same buffer, overwritten by the next one: use it first.
+    """
+    height = x.shape[1] + sum(padding[0])
+    grid, taps = (height, out_spatial[1]), (1, window[1])
+    parts = chunks(x.shape[0], size(grid) * window[1] * x.shape[-1] * x.itemsize)
+    blocks = _pixel_major(xp, x, grid, taps, (1, strides[1]), padding, (1, dilations[1]), parts)
+    for (start, stop), cols in zip(parts, blocks, strict=True):
+        yield start, stop, cols
+
+
+def _padded(xp, x, padding, channels_first):
+    """``x`` zero-padded on its spatial axes: ``(N, *S', C)``, or ``(C, N, *S')``.
+
+    A new array unless ``x`` already has the asked layout (no padding, and
+    channels last or a single channel).
+    """
+    spatial = x.shape[1:-1]
+    if not any(lo or hi for lo, hi in padding) and (not channels_first or x.shape[-1] == 1):
+        return xp.moveaxis(x, -1, 0) if channels_first else x
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(spatial, padding, strict=True))
+    inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(padding, spatial, strict=True))
+    if channels_first:
+        out = xp.zeros((x.shape[-1], x.shape[0]) + padded, dtype=x.dtype)
+        out[(slice(None), slice(None)) + inner] = xp.moveaxis(x, -1, 0)
+    else:
+        out = xp.zeros((x.shape[0],) + padded + (x.shape[-1],), dtype=x.dtype)
+        out[(slice(None),) + inner + (slice(None),)] = x
+    return out
+
+
+def _buffer(xp, shape_of, chunks, dtype):
+    """One buffer for the largest chunk; ``block(n)`` is its prefix shaped for ``n`` images."""
+    largest = max((stop - start for start, stop in chunks), default=0)
+    flat = xp.empty(size(shape_of(largest)), dtype=dtype)
+
+    def block(n):
+        shape = shape_of(n)
+        return flat[:size(shape)].reshape(shape)
+
+    return block
+
+
+def _pixel_major(xp, x, out_spatial, window, strides, padding, dilations, chunks):
+    """Pixel-major im2col blocks ``(pixels, offsets * C)``, one per ``(start, stop)`` chunk.
+
+    Each block is the same buffer, overwritten by the next one: use it first.
+    """
+    xpad = xp.ascontiguousarray(_padded(xp, x, padding, channels_first=False))
+    steps = xpad.strides
+    spatial = steps[1:-1]
+    view = xp.lib.stride_tricks.as_strided(
+        xpad,
+        (xpad.shape[0],) + tuple(out_spatial) + tuple(window) + (xpad.shape[-1],),
+        (steps[0],) + tuple(a * s for a, s in zip(spatial, strides, strict=True))
+        + tuple(a * d for a, d in zip(spatial, dilations, strict=True)) + (steps[-1],),
+    )
+    width = size(window) * x.shape[-1]
+    block = _buffer(xp, lambda n: (n,) + tuple(out_spatial) + tuple(window) + (x.shape[-1],),
+                    chunks, x.dtype)
+    for start, stop in chunks:
+        cols = block(stop - start)
+        xp.copyto(cols, view[start:stop])
+        yield cols.reshape(-1, width)
+
+
+def _offset_major(xp, x, out_spatial, window, strides, padding, dilations, groups, chunks):
+    """Offset-major im2col blocks ``(groups, offsets * C // groups, pixels)``, one per chunk.
+
+    Each block is the same buffer, overwritten by the next one: use it first.
+    """
+    source = _padded(xp, x, padding, channels_first=True)  # (C, N, *padded)
+    channels = x.shape[-1]
+    keys = offset_keys(window, strides, dilations, out_spatial)
+    grouped = (groups, channels // groups)
+    block = _buffer(xp, lambda n: (groups, len(keys)) + grouped[1:] + (n,) + tuple(out_spatial),
+                    chunks, x.dtype)
+    for start, stop in chunks:
+        cols = block(stop - start)
+        images = source[:, start:stop]
+        for tap, key in enumerate(keys):
+            slab = images[(slice(None), slice(None)) + key]
+            xp.copyto(cols[:, tap], slab.reshape(grouped + slab.shape[1:]))
+        yield cols.reshape(groups, len(keys) * grouped[1], -1)

@@ -1,0 +1,68 @@
+"""The naive backend's kernel table: the shared kernels, with a branch-free ``where`` for NumPy.
+
+``numpy.where`` picks each element with a branch, so on data whose condition
+has no pattern (ReLU on activations: about half the signs negative, in no
+order) the CPU mispredicts about every other element and the select runs
+10-20x slower than an add. :meth:`NumPyKernels.where` selects with integer
+arithmetic on the elements' bits instead, ``y + (x - y) * condition`` in
+wrap-around unsigned ints (one multiply when ``y`` is ``0.0``, as in ReLU):
+passes at memory speed, exact to the bit (``-0.0`` and NaN payloads
+included). GPU and XLA selects have no branch to mispredict, so the other
+backends keep the shared kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..array_kernels import ArrayKernels
+
+__all__ = ["NumPyKernels"]
+
+#: Below this many elements ``numpy.where``'s one pass beats several masked ones.
+SELECT_MIN_SIZE = 4096
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+class NumPyKernels(ArrayKernels):
+    """:class:`ArrayKernels` over NumPy, with the branch-free ``where``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> kernels = NumPyKernels(np)
+    >>> x = np.linspace(-1.0, 1.0, 5000, dtype=np.float32)
+    >>> out = kernels.where(x > 0, x, 0.0)
+    >>> out.dtype, bool((out == np.maximum(x, 0)).all())
+    (dtype('float32'), True)
+    """
+
+    def where(self, condition, x, y):
+        dtype = np.result_type(x, y)
+        bits = _BITS.get(dtype.itemsize)
+        if bits is None or dtype.kind != "f" or not dtype.isbuiltin or condition.dtype != bool:
+            return np.where(condition, x, y)
+        shape = np.broadcast_shapes(condition.shape, np.shape(x), np.shape(y))
+        if math.prod(shape) < SELECT_MIN_SIZE:
+            return np.where(condition, x, y)
+        x_bits, y_bits = _as_bits(x, dtype, bits), _as_bits(y, dtype, bits)
+        if _is_positive_zero(y_bits):
+            out = np.multiply(x_bits, condition, dtype=bits)
+        elif _is_positive_zero(x_bits):
+            out = np.multiply(y_bits, np.logical_not(condition), dtype=bits)
+        else:
+            out = np.multiply(np.subtract(x_bits, y_bits), condition, dtype=bits)
+            np.add(out, y_bits, out=out)
+        return out.view(dtype)
+
+
+def _as_bits(value, dtype, bits):
+    """``value`` (array or Python number) as ``dtype``, its bits read as unsigned ints."""
+    return np.asarray(value, dtype=dtype).view(bits)
+
+
+def _is_positive_zero(value_bits) -> bool:
+    """Whether ``value_bits`` are a scalar's, all zero: ``+0.0`` (``-0.0`` has its sign bit)."""
+    return value_bits.ndim == 0 and not value_bits.item()
