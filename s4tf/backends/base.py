@@ -19,7 +19,7 @@ __all__ = ["Backend", "backend", "barrier", "get_backend", "get_backend_object",
 
 BACKEND_NAMES = ("naive", "cupy", "xla")
 _EXTRAS = {"cupy": ("cupy", "cuda"), "xla": ("jax", "xla")}
-_MODULES = {"naive": "s4tf.backends.naive", "cupy": "s4tf.backends.cupy", "xla": "s4tf.backends.xla"}
+_MODULES = {"naive": "s4tf.backends.naive", "cupy": "s4tf.backends.cupy", "xla": "s4tf.backends.xla.backend"}
 
 _loaded: dict[str, Backend] = {}
 _load_lock = threading.Lock()
