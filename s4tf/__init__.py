@@ -6,6 +6,8 @@ XLA tensor. ``DESIGN.md`` (shared with the team) is the contract this package
 keeps; ``HOW_IT_WORKS.md`` beside this file explains the machinery.
 """
 
+import sys as _sys
+
 # Tensor first: the op library and the AD engine are built on it.
 from .tensor import Tensor
 
@@ -20,7 +22,6 @@ from . import (
     nn,
     optimizers,
     random,
-    xla,
 )
 from .activations import (
     elu,
@@ -52,6 +53,7 @@ from .autodiff import (
     value_with_pullback,
     without_derivative,
 )
+from .backends import xla
 from .backends.base import backend, barrier, get_backend, set_backend
 from .checkpoint import CheckpointError, load, load_training_state, save, save_training_state
 from .cow.consumed import ConsumedValueError
@@ -140,6 +142,11 @@ from .tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 # Importing the submodule s4tf.differentiable (above) bound that name to the module;
 # the contract's s4tf.differentiable is the custom-derivative decorator.
 from .autodiff import differentiable  # noqa: F811
+
+# s4tf.xla is the lazy backend's package (as os.path is posixpath): registered
+# under its public name too, so `import s4tf.xla` and warning filters such as
+# "ignore::s4tf.xla.RecompilationWarning" find it.
+_sys.modules[f"{__name__}.xla"] = xla
 
 __version__ = "0.1.0"
 

@@ -100,7 +100,7 @@ def test_changed_batch_shape_compiles_once_more_without_warning():
 
 
 def test_shapes_that_keep_changing_warn_and_name_the_change(monkeypatch):
-    import s4tf.backends.xla.metrics as xla_metrics
+    import s4tf.backends.xla.counters as xla_metrics
 
     monkeypatch.setattr(xla_metrics, "WARN_AFTER", 2)  # fewer compiles: a faster test
     with s4tf.backend("xla"):
@@ -152,7 +152,7 @@ def test_a_new_shape_compiles_and_the_same_shape_hits():
         m = s4tf.xla.metrics()
         assert (m["compiles"], m["cache_hits"]) == (3, 2), m
 def test_the_recompilation_warning_points_at_the_users_line(monkeypatch):
-    import s4tf.backends.xla.metrics as xla_metrics
+    import s4tf.backends.xla.counters as xla_metrics
 
     monkeypatch.setattr(xla_metrics, "WARN_AFTER", 1)  # warn at the second trace: fast
     with s4tf.backend("xla"):

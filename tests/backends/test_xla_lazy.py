@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -13,6 +16,8 @@ pytest.importorskip("jax")
 
 from s4tf.backends import base  # noqa: E402
 from s4tf.backends.xla import graph  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -169,8 +174,14 @@ def test_debug_prints_compile_and_hit(monkeypatch, capsys):
 
 def test_missing_jax_names_the_extra(monkeypatch):
     monkeypatch.delitem(base._loaded, "xla")
-    for name in [m for m in sys.modules if m == "jax" or m.startswith("s4tf.backends.xla")]:
+    # The package itself (s4tf.xla) imports no JAX and stays; its submodules are
+    # imported afresh, and the package's attributes for them are put back afterwards.
+    package = sys.modules["s4tf.backends.xla"]
+    for name in [m for m in sys.modules if m == "jax" or m.startswith("s4tf.backends.xla.")]:
         monkeypatch.delitem(sys.modules, name)
+        if name != "jax":
+            attribute = name.rpartition(".")[2]
+            monkeypatch.setattr(package, attribute, getattr(package, attribute))
     monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` now raises ImportError
     with pytest.raises(ImportError, match=r"pip install 's4tf\[xla\]'"):
         s4tf.set_backend("xla")
@@ -182,3 +193,23 @@ def test_float64_is_kept():
         y = x / 3.0
     assert y.dtype == s4tf.float64
     assert y.numpy()[0] == 1.0 / 3.0
+
+
+def test_s4tf_xla_is_the_backend_package_and_imports_no_jax():
+    # s4tf.xla lives in backends/xla/ and must not pull JAX into `import s4tf`.
+    code = (
+        "import sys, s4tf\n"
+        "assert 'jax' not in sys.modules, 'import s4tf imported jax'\n"
+        "import s4tf.xla\n"
+        "from s4tf import xla\n"
+        "from s4tf.xla import RecompilationWarning, ZERO_METRICS, metrics, reset_metrics\n"
+        "assert xla is s4tf.xla is sys.modules['s4tf.backends.xla']\n"
+        "assert metrics() == ZERO_METRICS and 'jax' not in sys.modules\n"
+        "s4tf.set_backend('xla')\n"
+        "import jax\n"
+        "assert jax.config.jax_enable_x64\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

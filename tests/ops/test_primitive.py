@@ -56,7 +56,7 @@ def test_a_rule_must_be_a_table_of_one_rule_per_argument():
 def test_forward_mode_through_concat_adds_each_tangent_into_one_buffer(monkeypatch):
     # concat's jvp is one rule per argument (its slice of the output); the k shares
     # go into one buffer in place, not k dense concatenations.
-    from s4tf.backends.naive import BACKEND
+    from s4tf.backends.naive.backend import BACKEND
 
     calls = []
     real = BACKEND.index_add_inplace

@@ -1,21 +1,29 @@
-"""The lazy tensor backend on JAX/XLA (``s4tf.set_backend("xla")``).
+"""The lazy tensor backend on JAX/XLA, and its public face ``s4tf.xla``.
 
-Kernels record IR nodes (:mod:`.kernels`, :mod:`.lazy`); shapes come from
-memoised ``jax.eval_shape`` (:mod:`.shapes`); a barrier or an observation
-collects every live pending array, hashes the graph (:mod:`.graph`), and runs a
-cached ``jax.jit`` executable with buffer donation (:mod:`.compiler`).
-Counters live in :mod:`.metrics` and are public as :func:`s4tf.xla.metrics`.
+This package is what ``s4tf.xla`` names: the lazy backend's counters
+(:func:`metrics`, :func:`reset_metrics`) and its warning. Importing it imports
+no JAX; the backend itself (:mod:`.backend`) is imported by
+``s4tf.set_backend("xla")`` on first use, and JAX is configured
+(:mod:`.jax_settings`) when the backend first needs it.
 
-Importing this package turns on ``jax_enable_x64`` so that float64 tensors stay
-float64 (as on the other backends); s4tf always passes explicit dtypes.
+How the backend works, bottom up (each module imports only those above it in
+this list):
+
+* :mod:`.counters`: counters, the recompilation warning, ``S4TF_DEBUG`` output;
+* :mod:`.lazy`: :class:`~.lazy.LazyArray`, a pending IR node or a buffer;
+* :mod:`.jax_settings`, :mod:`.nn_kernels`, :mod:`.kernels`: JAX configured
+  once, and the JAX kernel table that replays recorded nodes;
+* :mod:`.shapes`: memoised ``jax.eval_shape`` for the shapes of new nodes;
+* :mod:`.layouts`: what a trace and the compiler read of device layouts;
+* :mod:`.compiler`: a pending graph's replay under ``jax.jit``, cached by key;
+* :mod:`.graph`: recording, and at a barrier ordering, keys and liveness;
+* :mod:`.recording`: the kernel table whose every method records a node;
+* :mod:`.sharding`: placing buffers on device meshes;
+* :mod:`.backend`: the :class:`~.backend.XLABackend` object.
 """
 
 from __future__ import annotations
 
-import jax
+from .counters import ZERO_METRICS, RecompilationWarning, metrics, reset_metrics
 
-jax.config.update("jax_enable_x64", True)
-
-from .backend import BACKEND, XLABackend  # noqa: E402  (after the x64 switch)
-
-__all__ = ["BACKEND", "XLABackend"]
+__all__ = ["ZERO_METRICS", "RecompilationWarning", "metrics", "reset_metrics"]

@@ -7,8 +7,8 @@ import numpy as np
 
 from ..base import Backend
 from . import graph, sharding
-from .kernels import LazyKernels
 from .lazy import LazyArray
+from .recording import LazyKernels
 
 __all__ = ["BACKEND", "XLABackend"]
 

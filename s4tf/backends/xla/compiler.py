@@ -14,9 +14,9 @@ import time
 
 import jax
 
+from .counters import COUNTERS, note_compile, note_hit
 from .kernels import JAX_KERNELS
 from .layouts import collectives_in, device_count
-from .metrics import COUNTERS, note_compile, note_hit
 
 __all__ = ["cache_size", "clear_cache", "run"]
 

@@ -28,9 +28,10 @@ import weakref
 
 import numpy as np
 
+from . import compiler
+from .counters import COUNTERS
 from .layouts import check_meshes, placement
 from .lazy import LazyArray
-from .metrics import COUNTERS
 
 __all__ = ["barrier", "pending_count", "record"]
 
@@ -139,8 +140,6 @@ def _donations(device, alive, out_nodes) -> tuple[int, ...]:
 def barrier() -> None:
     """Compile (or fetch from the cache) and run the graph of all live pending arrays."""
     global _since_barrier
-    from . import compiler
-
     with _lock:
         start = time.perf_counter()
         nodes = list(_pending.values())

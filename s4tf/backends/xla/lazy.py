@@ -103,12 +103,6 @@ class LazyArray:
         self.params = None
         self.pkey = None
 
-    def __array__(self, dtype=None, copy=None):
-        from .backend import BACKEND
-
-        array = BACKEND.to_numpy(self)
-        return array if dtype is None else array.astype(dtype)
-
     def __repr__(self) -> str:
         state = f"pending {self.op}" if self.op is not None else ("host" if self.host else "device")
         return f"<LazyArray {state} shape={self.shape} dtype={np.dtype(self.dtype).name}>"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import jax
 
+from .kernels import JAX_KERNELS
+
 __all__ = ["infer", "clear"]
 
 _cache: dict = {}
@@ -24,8 +26,6 @@ def infer(op: str, pkey, params: dict, inputs) -> tuple:
 
 
 def _evaluate(op, params, inputs):
-    from .kernels import JAX_KERNELS
-
     kernel = getattr(JAX_KERNELS, op)
     present = [i for i, x in enumerate(inputs) if x is not None]
     structs = [jax.ShapeDtypeStruct(inputs[i].shape, inputs[i].dtype) for i in present]

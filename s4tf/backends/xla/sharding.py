@@ -19,8 +19,8 @@ import jax
 from jax.sharding import NamedSharding
 
 from . import graph
-from .kernels import LazyKernels
 from .lazy import LazyArray
+from .recording import LazyKernels
 
 __all__ = ["devices", "follow_layout", "put"]
 

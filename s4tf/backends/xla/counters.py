@@ -2,7 +2,9 @@
 
 The counters make the invisible visible (as tinygrad's ``DEBUG=n``): how many
 ops were traced, how many graphs were compiled or found in the cache, how many
-were executed and how long each stage took.
+were executed and how long each stage took. This module imports no JAX: the
+public ``s4tf.xla`` namespace reads it, and its counters stay at zero until the
+``"xla"`` backend is used.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import warnings
 from collections import Counter
 
 from ...user_frames import user_location, user_stacklevel
-from ...xla import ZERO_METRICS, RecompilationWarning
 
-__all__ = ["COUNTERS", "RecompilationWarning", "metrics", "note_compile", "reset_metrics"]
+__all__ = ["COUNTERS", "ZERO_METRICS", "RecompilationWarning", "metrics", "note_compile",
+           "reset_metrics"]
 
-# The counters' names and zero values are s4tf.xla's: one table for both modules.
-_ZERO = ZERO_METRICS
-COUNTERS: dict = dict(_ZERO)
+# Every counter with its value before anything ran.
+ZERO_METRICS = {
+    "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
+    "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
+    "collectives": (),
+}
+COUNTERS: dict = dict(ZERO_METRICS)
 
 # A place that compiles this many distinct traces is warming up (the first step
 # often differs from the next, a last smaller batch adds one more); past it, warn.
@@ -27,14 +33,57 @@ WARN_AFTER = int(os.environ.get("S4TF_XLA_RECOMPILE_WARN_AFTER", "4"))
 _sites: dict[str, list] = {}
 
 
+class RecompilationWarning(UserWarning):
+    """One place in the program keeps compiling new XLA traces (shapes, dtypes or ops change).
+
+    Examples
+    --------
+    >>> import warnings, s4tf
+    >>> warnings.simplefilter("error", s4tf.xla.RecompilationWarning)  # make it fatal
+    """
+
+
 def metrics() -> dict:
-    """A snapshot of the lazy backend's counters (see :func:`s4tf.xla.metrics`)."""
+    """Counters of the lazy backend since the last :func:`reset_metrics`.
+
+    Returns
+    -------
+    dict
+        ``compiles`` (graphs compiled by XLA), ``cache_hits`` (graphs found
+        compiled), ``traced_ops`` (IR nodes recorded), ``executions`` (compiled
+        graphs run), ``compile_time`` / ``execute_time`` / ``graph_time``
+        (seconds spent compiling, dispatching, and collecting + hashing graphs)
+        ``donated_buffers`` (input buffers handed to XLA for reuse), ``devices``
+        (how many devices the last graph ran on: more than one under a
+        :mod:`s4tf.distributed` strategy) and ``collectives`` (the collective
+        operations XLA inserted into that graph, e.g. ``("all-reduce",)`` for
+        the gradient sum of data-parallel training; empty on one device).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.xla.reset_metrics()
+    >>> with s4tf.backend("xla"):
+    ...     y = s4tf.ones([3]) * 2
+    >>> s4tf.xla.metrics()["executions"]      # nothing ran yet: y is pending
+    0
+    >>> y.tolist(), s4tf.xla.metrics()["executions"]
+    ([2.0, 2.0, 2.0], 1)
+    """
     return dict(COUNTERS)
 
 
 def reset_metrics() -> None:
-    """Zero the counters and forget which places compiled which traces."""
-    COUNTERS.update(_ZERO)
+    """Zero the lazy backend's counters (and its recompilation-warning history).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.xla.reset_metrics()
+    >>> s4tf.xla.metrics()["compiles"]
+    0
+    """
+    COUNTERS.update(ZERO_METRICS)
     _sites.clear()
 
 
