@@ -26,8 +26,8 @@ from ..cow import calibration, callsite
 from ..differentiable import Differentiable
 from ..tensor import Tensor
 from ..tree import tree_flatten
-from ._checks import number
 from ._paths import leaf_paths
+from .hyperparameters import Hyperparameter, declare, number
 from .tensor_buffers import TensorBuffer, full_on
 
 __all__ = ["Optimizer"]
@@ -36,10 +36,16 @@ __all__ = ["Optimizer"]
 class Optimizer:
     """Base class of optimizers; subclasses define the per-parameter rule.
 
-    Subclasses set :attr:`state_names` (per-parameter slots, zero-initialised
-    unless :meth:`initial_state` says otherwise), :attr:`hyperparameters`
-    (saved by :meth:`state_dict`), and implement :meth:`step_constants` and
-    :meth:`update_parameter`. They do not override :meth:`update`.
+    Subclasses declare their constructor arguments as fields
+    (``learning_rate: float = hyperparameter(0.01, check=non_negative)``, see
+    :mod:`s4tf.optimizers.hyperparameters`), from which the base builds
+    ``__init__(self, model, ...)`` and :attr:`hyperparameters` (the names
+    saved by :meth:`state_dict`); they set :attr:`state_names` (per-parameter
+    slots, zero-initialised unless :meth:`initial_state` says otherwise) and
+    implement :meth:`step_constants` and :meth:`update_parameter`. They do not
+    override :meth:`update`. A subclass may instead list ``hyperparameters``
+    itself and write its own ``__init__`` that sets them before calling
+    ``super().__init__(model)``, as below.
 
     Examples
     --------
@@ -60,13 +66,26 @@ class Optimizer:
 
     state_names: typing.ClassVar[tuple[str, ...]] = ()
     hyperparameters: typing.ClassVar[tuple[str, ...]] = ("learning_rate",)
+    # The declared fields (name -> Hyperparameter), base classes' first.
+    _fields: typing.ClassVar[dict[str, Hyperparameter]] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        fields = declare(cls, cls._fields, Optimizer.__init__)
+        if fields is not cls._fields:
+            cls._fields = fields
+            cls.hyperparameters = tuple(name for name, field in fields.items() if field.saved)
 
     def __init__(self, model) -> None:
-        # Subclasses set their hyperparameters before calling this: one check for all
-        # (one set later is checked by the subclass, or when state_dict() reads it).
+        # The hyperparameters are set by now (by the generated __init__, or by the
+        # subclass's own before it calls this): one check for all, in order. One set
+        # later is checked when state_dict() reads it.
+        owner = type(self).__name__
         for name in self.hyperparameters:
             if hasattr(self, name):
-                number(type(self).__name__, name, getattr(self, name))
+                field = self._fields.get(name)
+                check = number if field is None else field.check
+                check(owner, name, getattr(self, name))
         leaves, _ = tree_flatten(model, differentiable=True)
         if not leaves:
             raise TypeError(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import non_negative
+from .hyperparameters import flag, hyperparameter, non_negative
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -34,16 +34,10 @@ class SGD(Optimizer):
     [0.5, 0.5]
     """
 
-    hyperparameters = ("learning_rate", "momentum", "decay")
-
-    def __init__(self, model, learning_rate: float = 0.01, momentum: float = 0.0,
-                 nesterov: bool = False, decay: float = 0.0) -> None:
-        non_negative("SGD", learning_rate=learning_rate, momentum=momentum, decay=decay)
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.nesterov = bool(nesterov)
-        self.decay = decay
-        super().__init__(model)
+    learning_rate: float = hyperparameter(0.01, check=non_negative)
+    momentum: float = hyperparameter(0.0, check=non_negative)
+    nesterov: bool = flag(False)
+    decay: float = hyperparameter(0.0, check=non_negative)
 
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate / (1 + self.decay * step), "momentum": self.momentum}
