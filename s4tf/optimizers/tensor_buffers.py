@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .. import ops
-from ..ops import elementwise
 from ..tensor import Tensor
 
 __all__ = ["TensorBuffer", "full_on"]
@@ -41,31 +40,8 @@ def full_on(backend, shape, dtype, value) -> Tensor:
     return ops.broadcast_to(scalar, tuple(shape))
 
 
-def _square(x):
-    return ops.mul(x, x)
-
-
-# The ufuncs optimizer rules use, as s4tf ops (np.divide is np.true_divide).
-_UFUNCS = {
-    np.add: ops.add,
-    np.subtract: ops.sub,
-    np.multiply: ops.mul,
-    np.true_divide: ops.div,
-    np.power: elementwise.pow,
-    np.maximum: ops.maximum,
-    np.minimum: ops.minimum,
-    np.negative: ops.neg,
-    np.sqrt: ops.sqrt,
-    np.square: _square,
-    np.absolute: ops.abs,
-    np.sign: ops.sign,
-    np.exp: ops.exp,
-    np.log: ops.log,
-}
-
-
-def _names(table) -> str:
-    return ", ".join(f"np.{f.__name__}" for f in table)
+def _names(names) -> str:
+    return ", ".join(f"np.{name}" for name in names)
 
 
 def _in_place(op):
@@ -219,13 +195,14 @@ class TensorBuffer:
 
     # NumPy protocols.
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        op = _UFUNCS.get(ufunc)
+        # The ufuncs a Tensor answers, as s4tf ops: one table for both.
+        op = ops.UFUNCS.get(ufunc.__name__)
         if op is None or method != "__call__":
             what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             raise TypeError(
                 f"TensorBuffer does not support {what}; optimizer rules on the lazy backend may "
-                f"use these ufuncs (called directly): {_names(_UFUNCS)}. Write the rule with "
-                "them, or add the ufunc to s4tf/optimizers/tensor_buffers.py."
+                f"use these ufuncs (called directly): {_names(ops.UFUNCS)}. Write the rule with "
+                "them, or add the ufunc to s4tf.ops.UFUNCS (s4tf/ops/__init__.py)."
             )
         out = kwargs.pop("out", None)
         if kwargs:
@@ -251,8 +228,8 @@ class TensorBuffer:
         if handler is None:
             raise TypeError(
                 f"TensorBuffer does not support np.{func.__name__}; optimizer rules on the lazy "
-                f"backend may use the functions {_names(_FUNCTIONS)} and the ufuncs "
-                f"{_names(_UFUNCS)}."
+                f"backend may use the functions {_names(f.__name__ for f in _FUNCTIONS)} and "
+                f"the ufuncs {_names(ops.UFUNCS)}."
             )
         return handler(*args, **kwargs)
 
