@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
 
@@ -42,6 +43,7 @@ class AdaDelta(Optimizer):
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate / (1 + self.decay * step)}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         rho, eps = self.rho, self.epsilon
         average, delta = state["average_squared"], state["accumulated_delta"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative
 from .optimizer import Optimizer
 
@@ -41,6 +42,7 @@ class AdaGrad(Optimizer):
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         accumulator = state["accumulator"]
         tmp = np.multiply(grad, grad, out=np.empty_like(param))

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
 
@@ -62,6 +63,7 @@ class Adam(Optimizer):
     def _denominator_source(self, state, scratch):
         return state["second_moments"]
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         scratch = np.empty_like(param)
         _update_moments(grad, state, self.beta1, self.beta2, scratch)
@@ -115,6 +117,7 @@ class AdamW(Adam):
 
     weight_decay: float = hyperparameter(0.01, check=non_negative)
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         param *= 1 - constants["lr"] * self.weight_decay
         super().update_parameter(param, grad, state, constants)

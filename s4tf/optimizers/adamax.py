@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
 
@@ -43,6 +44,7 @@ class AdaMax(Optimizer):
         lr = self.learning_rate / (1 + self.decay * step)
         return {"step_size": lr / (1 - self.beta1**step)}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         first, norm = state["first_moments"], state["infinity_norm"]
         scratch = np.multiply(grad, 1 - self.beta1, out=np.empty_like(param))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative
 from .optimizer import Optimizer
 
@@ -40,6 +41,7 @@ class RMSProp(Optimizer):
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate / (1 + self.decay * step)}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         alpha = state["alpha"]
         tmp = np.multiply(grad, grad, out=np.empty_like(param))

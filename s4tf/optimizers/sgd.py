@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .blocks import elementwise
 from .hyperparameters import flag, hyperparameter, non_negative
 from .optimizer import Optimizer
 
@@ -30,7 +31,7 @@ class SGD(Optimizer):
     --------
     >>> import s4tf
     >>> opt = s4tf.optimizers.SGD([s4tf.ones([2])], learning_rate=0.5, momentum=0.9)
-    >>> opt.update([s4tf.ones([2])], [s4tf.ones([2])])[0].tolist()
+    >>> opt.update([s4tf.ones([2])], [s4tf.ones([2])], consume=False)[0].tolist()
     [0.5, 0.5]
     """
 
@@ -48,6 +49,7 @@ class SGD(Optimizer):
         # second model-sized buffer for nothing (DESIGN: never two copies).
         return ("velocity",) if self.momentum else ()
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         lr, momentum = constants["lr"], constants["momentum"]
         scaled_grad = np.multiply(grad, lr, out=np.empty_like(param))  # the one temporary
