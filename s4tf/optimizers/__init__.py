@@ -12,12 +12,14 @@ from .adagrad import AdaGrad
 from .adam import Adam, AdamW, AMSGrad
 from .adamax import AdaMax
 from .clipping import clip_by_global_norm, global_norm
+from .copied_update import CopiedUpdateWarning
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSProp
 from .sgd import SGD
 
 __all__ = [
-    "AMSGrad", "AdaDelta", "AdaGrad", "AdaMax", "Adam", "AdamW", "Optimizer", "RAdam",
+    "AMSGrad", "AdaDelta", "AdaGrad", "AdaMax", "Adam", "AdamW", "CopiedUpdateWarning",
+    "Optimizer", "RAdam",
     "RMSProp", "SGD", "clip_by_global_norm", "global_norm", "schedules",
 ]

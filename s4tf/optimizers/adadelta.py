@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import non_negative, unit_interval
+from .blocks import elementwise
+from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
 
 __all__ = ["AdaDelta"]
@@ -34,18 +35,15 @@ class AdaDelta(Optimizer):
     """
 
     state_names = ("average_squared", "accumulated_delta")
-    hyperparameters = ("learning_rate", "rho", "epsilon", "decay")
-
-    def __init__(self, model, learning_rate: float = 1.0, rho: float = 0.95,
-                 epsilon: float = 1e-6, decay: float = 0.0) -> None:
-        non_negative("AdaDelta", learning_rate=learning_rate, epsilon=epsilon, decay=decay)
-        unit_interval("AdaDelta", rho=rho)
-        self.learning_rate, self.rho, self.epsilon, self.decay = learning_rate, rho, epsilon, decay
-        super().__init__(model)
+    learning_rate: float = hyperparameter(1.0, check=non_negative)
+    rho: float = hyperparameter(0.95, check=unit_interval)
+    epsilon: float = hyperparameter(1e-6, check=non_negative)
+    decay: float = hyperparameter(0.0, check=non_negative)
 
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate / (1 + self.decay * step)}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         rho, eps = self.rho, self.epsilon
         average, delta = state["average_squared"], state["accumulated_delta"]

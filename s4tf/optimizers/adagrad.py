@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import non_negative
+from .blocks import elementwise
+from .hyperparameters import hyperparameter, non_negative
 from .optimizer import Optimizer
 
 __all__ = ["AdaGrad"]
@@ -31,16 +32,9 @@ class AdaGrad(Optimizer):
     """
 
     state_names = ("accumulator",)
-    hyperparameters = ("learning_rate", "initial_accumulator_value", "epsilon")
-
-    def __init__(self, model, learning_rate: float = 1e-3, initial_accumulator_value: float = 0.1,
-                 epsilon: float = 1e-8) -> None:
-        non_negative("AdaGrad", learning_rate=learning_rate,
-                     initial_accumulator_value=initial_accumulator_value)
-        self.learning_rate = learning_rate
-        self.initial_accumulator_value = initial_accumulator_value
-        self.epsilon = epsilon
-        super().__init__(model)
+    learning_rate: float = hyperparameter(1e-3, check=non_negative)
+    initial_accumulator_value: float = hyperparameter(0.1, check=non_negative)
+    epsilon: float = hyperparameter(1e-8)
 
     def initial_state(self, name, shape, dtype):
         return np.full(shape, self.initial_accumulator_value, dtype)
@@ -48,6 +42,7 @@ class AdaGrad(Optimizer):
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         accumulator = state["accumulator"]
         tmp = np.multiply(grad, grad, out=np.empty_like(param))

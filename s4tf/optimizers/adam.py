@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from ._checks import non_negative, unit_interval
+from .blocks import elementwise
+from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
 
 __all__ = ["AMSGrad", "Adam", "AdamW"]
@@ -48,16 +49,11 @@ class Adam(Optimizer):
     """
 
     state_names = ("first_moments", "second_moments")
-    hyperparameters = ("learning_rate", "beta1", "beta2", "epsilon", "decay")
-
-    def __init__(self, model, learning_rate: float = 1e-3, beta1: float = 0.9,
-                 beta2: float = 0.999, epsilon: float = 1e-8, decay: float = 0.0) -> None:
-        name = type(self).__name__
-        non_negative(name, learning_rate=learning_rate, decay=decay)
-        unit_interval(name, beta1=beta1, beta2=beta2)
-        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
-        self.epsilon, self.decay = epsilon, decay
-        super().__init__(model)
+    learning_rate: float = hyperparameter(1e-3, check=non_negative)
+    beta1: float = hyperparameter(0.9, check=unit_interval)
+    beta2: float = hyperparameter(0.999, check=unit_interval)
+    epsilon: float = hyperparameter(1e-8)
+    decay: float = hyperparameter(0.0, check=non_negative)
 
     def step_constants(self, step: int) -> dict:
         lr = self.learning_rate / (1 + self.decay * step)
@@ -67,6 +63,7 @@ class Adam(Optimizer):
     def _denominator_source(self, state, scratch):
         return state["second_moments"]
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         scratch = np.empty_like(param)
         _update_moments(grad, state, self.beta1, self.beta2, scratch)
@@ -118,15 +115,9 @@ class AdamW(Adam):
     0.85
     """
 
-    hyperparameters = ("learning_rate", "beta1", "beta2", "epsilon", "decay", "weight_decay")
+    weight_decay: float = hyperparameter(0.01, check=non_negative)
 
-    def __init__(self, model, learning_rate: float = 1e-3, beta1: float = 0.9,
-                 beta2: float = 0.999, epsilon: float = 1e-8, decay: float = 0.0,
-                 weight_decay: float = 0.01) -> None:
-        non_negative("AdamW", weight_decay=weight_decay)
-        self.weight_decay = weight_decay
-        super().__init__(model, learning_rate, beta1, beta2, epsilon, decay)
-
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         param *= 1 - constants["lr"] * self.weight_decay
         super().update_parameter(param, grad, state, constants)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import non_negative, unit_interval
+from .blocks import elementwise
+from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
 
 __all__ = ["AdaMax"]
@@ -33,20 +34,17 @@ class AdaMax(Optimizer):
     """
 
     state_names = ("first_moments", "infinity_norm")
-    hyperparameters = ("learning_rate", "beta1", "beta2", "epsilon", "decay")
-
-    def __init__(self, model, learning_rate: float = 0.002, beta1: float = 0.9,
-                 beta2: float = 0.999, epsilon: float = 1e-8, decay: float = 0.0) -> None:
-        non_negative("AdaMax", learning_rate=learning_rate, decay=decay)
-        unit_interval("AdaMax", beta1=beta1, beta2=beta2)
-        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
-        self.epsilon, self.decay = epsilon, decay
-        super().__init__(model)
+    learning_rate: float = hyperparameter(0.002, check=non_negative)
+    beta1: float = hyperparameter(0.9, check=unit_interval)
+    beta2: float = hyperparameter(0.999, check=unit_interval)
+    epsilon: float = hyperparameter(1e-8)
+    decay: float = hyperparameter(0.0, check=non_negative)
 
     def step_constants(self, step: int) -> dict:
         lr = self.learning_rate / (1 + self.decay * step)
         return {"step_size": lr / (1 - self.beta1**step)}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         first, norm = state["first_moments"], state["infinity_norm"]
         scratch = np.multiply(grad, 1 - self.beta1, out=np.empty_like(param))

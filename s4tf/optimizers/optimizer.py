@@ -26,19 +26,29 @@ from ..cow import calibration, callsite
 from ..differentiable import Differentiable
 from ..tensor import Tensor
 from ..tree import tree_flatten, tree_leaf_paths
-from ._checks import number
-from .tensor_buffers import TensorBuffer, full_on
+from .blocks import Pack, is_elementwise, packable, run_chunked
+from .copied_update import warn_copied_root
+from .gradients import leaf_gradients
+from .hyperparameters import Hyperparameter, declare, number
+from .tensor_buffers import TensorBuffer
 
 __all__ = ["Optimizer"]
-
 
 class Optimizer:
     """Base class of optimizers; subclasses define the per-parameter rule.
 
-    Subclasses set :attr:`state_names` (per-parameter slots, zero-initialised
-    unless :meth:`initial_state` says otherwise), :attr:`hyperparameters`
-    (saved by :meth:`state_dict`), and implement :meth:`step_constants` and
-    :meth:`update_parameter`. They do not override :meth:`update`.
+    Subclasses declare their constructor arguments as fields
+    (``learning_rate: float = hyperparameter(0.01, check=non_negative)``, see
+    :mod:`s4tf.optimizers.hyperparameters`), from which the base builds
+    ``__init__(self, model, ...)`` and :attr:`hyperparameters` (the names
+    saved by :meth:`state_dict`); they set :attr:`state_names` (per-parameter
+    slots, zero-initialised unless :meth:`initial_state` says otherwise) and
+    implement :meth:`step_constants` and :meth:`update_parameter`, marked
+    :func:`~s4tf.optimizers.blocks.elementwise` when it is (the built-in rules
+    are), so that it runs on bounded blocks. They do not override
+    :meth:`update`. A subclass may instead list ``hyperparameters`` itself and
+    write its own ``__init__`` that sets them before calling
+    ``super().__init__(model)``, as below.
 
     Examples
     --------
@@ -53,19 +63,32 @@ class Optimizer:
     ...     def update_parameter(self, param, grad, state, constants):
     ...         param -= constants["lr"] * np.sign(grad)
     >>> opt = SignSGD([s4tf.ones([2])])
-    >>> opt.update([s4tf.ones([2])], [s4tf.Tensor([3.0, -1.0])])[0].tolist()
+    >>> opt.update([s4tf.ones([2])], [s4tf.Tensor([3.0, -1.0])], consume=False)[0].tolist()
     [0.5, 1.5]
     """
 
     state_names: typing.ClassVar[tuple[str, ...]] = ()
     hyperparameters: typing.ClassVar[tuple[str, ...]] = ("learning_rate",)
+    # The declared fields (name -> Hyperparameter), base classes' first.
+    _fields: typing.ClassVar[dict[str, Hyperparameter]] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        fields = declare(cls, cls._fields, Optimizer.__init__)
+        if fields is not cls._fields:
+            cls._fields = fields
+            cls.hyperparameters = tuple(name for name, field in fields.items() if field.saved)
 
     def __init__(self, model) -> None:
-        # Subclasses set their hyperparameters before calling this: one check for all
-        # (one set later is checked by the subclass, or when state_dict() reads it).
+        # The hyperparameters are set by now (by the generated __init__, or by the
+        # subclass's own before it calls this): one check for all, in order. One set
+        # later is checked when state_dict() reads it.
+        owner = type(self).__name__
         for name in self.hyperparameters:
             if hasattr(self, name):
-                number(type(self).__name__, name, getattr(self, name))
+                field = self._fields.get(name)
+                check = number if field is None else field.check
+                check(owner, name, getattr(self, name))
         leaves, _ = tree_flatten(model, differentiable=True)
         if not leaves:
             raise TypeError(
@@ -80,6 +103,8 @@ class Optimizer:
         # Slots are made at first use, on the parameter's backend (see _slots):
         # None until then, so a model on a device never has its state made on the host.
         self._state: list[dict[str, Tensor] | None] = [None] * len(leaves)
+        # Small parameters' slots, packed (see .blocks.Pack), by dtype.
+        self._packs: dict[np.dtype, Pack] = {}
 
     # What subclasses customise.
     def initial_state(self, name: str, shape: tuple, dtype) -> np.ndarray:
@@ -97,7 +122,10 @@ class Optimizer:
         Write it with in-place NumPy (``param -= x``, ufuncs with ``out=``,
         ``np.empty_like``, ``np.copyto``): the arrays are the backend's own on
         eager backends (NumPy, CuPy) and :class:`~s4tf.optimizers.tensor_buffers.TensorBuffer`
-        objects on the lazy xla backend, which record the same operations.
+        objects on the lazy xla backend, which record the same operations. A rule
+        marked :func:`~s4tf.optimizers.blocks.elementwise` may get flat pieces of
+        a parameter, or several small parameters joined, on the host
+        (:mod:`s4tf.optimizers.blocks`): its temporaries stay small.
         """
         raise NotImplementedError(f"update_parameter is abstract: {type(self).__name__} must define it.")
 
@@ -110,7 +138,10 @@ class Optimizer:
         :class:`s4tf.ConsumedValueError`); copies whatever anyone else can see.
         A model passed from a list, a dict or an attribute is copied (the
         holder keeps it, valid and unchanged) unless the result is stored back
-        into that very place (``models[i] = opt.update(models[i], g)``).
+        into that very place (``models[i] = opt.update(models[i], g)``). A
+        model that is itself a list, tuple or dict cannot be consumed: it is
+        copied, with a :class:`~s4tf.optimizers.CopiedUpdateWarning` (once per
+        line) that shows the fix.
 
         A copying update changes nothing if it fails: an exception from
         :meth:`update_parameter` or a Ctrl-C leaves the step count and the
@@ -142,13 +173,25 @@ class Optimizer:
         count = sys.getrefcount(model)
         if calibration.probing is not None:
             calibration.record_probe(model, count, sys._getframe(1))
-        grad_arrays = self._gradients(model, grads)
+        grad_arrays = leaf_gradients(type(self).__name__, model, grads, self._paths,
+                                     self._shapes, self._dtypes)
+        if consume and not isinstance(model, Differentiable) and _ROOT_BASELINE is not None:
+            warn_copied_root(type(self).__name__, model, grad_arrays)
         # The rule and step_constants see the new step, as S4TF's do; the new
         # slots take effect only at commit, so an abandoned update changes nothing.
         old_step, pending, committed = self.step, {}, []
+        names = dict.fromkeys(self.state_names)  # ordered, and its keys compare as a set
+        # An element-wise rule runs on blocks (see .blocks): small parameters written
+        # in place wait here (indices, params, grads) to run packed after the last leaf.
+        packed = ([], [], []) if is_elementwise(self) else None
+        last = len(grad_arrays) - 1
 
         def new_leaf(i, leaf, in_place):
-            new, pending[i] = self._apply(i, leaf, grad_arrays[i], in_place, constants)
+            new, slots = self._apply(i, leaf, grad_arrays[i], in_place, constants, names, packed)
+            if slots is not self._state[i]:  # (most in-place leaves keep theirs)
+                pending[i] = slots
+            if i == last and packed is not None:
+                self._run_packed(*packed, constants, pending)
             return new
 
         def commit():
@@ -167,84 +210,62 @@ class Optimizer:
                 self.step = old_step
             raise
 
-    def _gradients(self, model, grads) -> list:
-        """Every leaf's gradient, checked before anything is written.
-
-        A tensor leaf's gradient is a Tensor on the leaf's backend with its dtype
-        (moved there if it came from another backend); a float leaf's is a 0-d
-        float64 host array.
-        """
-        leaves, treedef = tree_flatten(model, differentiable=True)
-        name = type(self).__name__
-        if len(leaves) != len(self._shapes):
-            raise ValueError(
-                f"{name} was made for a model with {len(self._shapes)} parameters, but update() "
-                f"got a {type(model).__name__} with {len(leaves)}. Make a new optimizer for a "
-                "model of a different structure."
-            )
-        tangents = treedef.tangent_leaves(grads, f"{name}.update: the gradients of this "
-                                          f"{type(model).__name__}")
-        checked = []
-        for path, leaf, grad, shape, dtype in zip(self._paths, leaves, tangents, self._shapes,
-                                                  self._dtypes, strict=True):
-            leaf_shape = () if isinstance(leaf, float) else leaf.shape
-            if leaf_shape != shape:
-                raise ValueError(
-                    f"{name}.update: parameter {path!r} has shape {leaf_shape}, but the optimizer "
-                    f"was made for shape {shape}. Make a new optimizer for the changed model."
-                )
-            checked.append(_gradient_array(name, path, grad, shape, dtype))
-        # Conversions only after every gradient passed: a bad one must not cost a transfer.
-        return [_on_backend_of(leaf, grad, dtype)
-                for leaf, grad, dtype in zip(leaves, checked, self._dtypes, strict=True)]
-
-    def _slots(self, i: int, backend) -> dict:
+    def _slots(self, i: int, backend, names: dict) -> dict:
         """Parameter ``i``'s state slots as Tensors on ``backend``, made or moved there.
 
-        Nothing is stored: the update commits the slots it used once it is done.
+        ``names`` are the slot names, as dict keys. Nothing is stored: the update
+        commits the slots it used once it is done.
         """
         slots = self._state[i]
-        names = self.state_names
-        if slots is None or slots.keys() != set(names):
+        if slots is None or slots.keys() != names.keys():
             # First use, or the slots changed with a hyperparameter (SGD's momentum).
             shape, dtype = self._shapes[i], self._dtypes[i]
             old = slots or {}
             slots = {name: old[name] if name in old else
                      _tensor_on(backend, self.initial_state(name, shape, dtype), dtype)
                      for name in names}
-        if any(t._backend is not backend for t in slots.values()):
-            # The model moved to another backend after the optimizer was made.
-            slots = {name: t if t._backend is backend else t.to(backend.name)
-                     for name, t in slots.items()}
+        for t in slots.values():
+            if t._backend is not backend:
+                # The model moved to another backend after the optimizer was made.
+                return {name: t if t._backend is backend else t.to(backend.name)
+                        for name, t in slots.items()}
         return slots
 
-    def _apply(self, i, leaf, grad, in_place, constants):
+    def _apply(self, i, leaf, grad, in_place, constants, names, packed):
         """The new leaf ``i`` and the slots to commit for it.
 
         A leaf written in place writes its slots in place too (its model is
-        consumed: there is nothing to go back to). Otherwise the rule runs on
-        copies of the parameter and of the slots, so that the old ones stay as
-        they were until the update commits.
+        consumed: there is nothing to go back to); a small one joins ``packed``
+        (not None for an element-wise rule) and is written after the last leaf.
+        Otherwise the rule runs on copies of the parameter and of the slots, so
+        that the old ones stay as they were until the update commits.
         """
         if isinstance(leaf, float):
             host = _host_backend()
-            state = {name: np.array(t._data, copy=True) for name, t in self._slots(i, host).items()}
+            state = {name: np.array(t._data, copy=True)
+                     for name, t in self._slots(i, host, names).items()}
             param = np.array(leaf, np.float64)
             self.update_parameter(param, grad, state, constants)
             return float(param), {name: Tensor._wrap(a, host) for name, a in state.items()}
         backend = leaf._backend
-        slots = self._slots(i, backend)
+        slots = self._slots(i, backend, names)
         if backend.supports_inplace:
             # Eager backends (NumPy, CuPy) run the rule on their own arrays: both
             # speak NumPy's ufunc and array-function protocols.
+            run = _run_whole if packed is None else run_chunked
             if in_place:
-                state = {name: t._data for name, t in slots.items()}
-                self.update_parameter(leaf._data, grad._data, state, constants)
+                param, grad = leaf._data, grad._data
+                if packed is not None and packable(param, grad):
+                    for queue, item in zip(packed, (i, param, grad), strict=True):
+                        queue.append(item)
+                else:
+                    run(self.update_parameter, param, grad,
+                        {name: t._data for name, t in slots.items()}, constants)
                 return leaf, slots
             xp = backend.xp
             state = {name: xp.array(t._data, copy=True) for name, t in slots.items()}
             param = xp.array(leaf._data, copy=True)
-            self.update_parameter(param, grad._data, state, constants)
+            run(self.update_parameter, param, grad._data, state, constants)
             return (Tensor._wrap(param, backend),
                     {name: Tensor._wrap(a, backend) for name, a in state.items()})
         # The lazy backend: the rule records new values; the old tensors are
@@ -257,6 +278,33 @@ class Optimizer:
         # (slots follow their parameter); elsewhere this changes nothing.
         return (_follow(param.tensor, leaf),
                 {name: _follow(buffer.tensor, leaf) for name, buffer in state.items()})
+
+    def _run_packed(self, indices, params, grads, constants, pending) -> None:
+        """The rule on the small parameters written in place, packed by dtype (see .blocks).
+
+        Keeps the packs used now (none when no small parameter was written in
+        place, e.g. in a copying update) and lets go of the others.
+        """
+        groups: dict = {}
+        for k, param in enumerate(params):
+            groups.setdefault(param.dtype, []).append(k)
+        packs = {}
+        for dtype, members in groups.items():
+            keys, group_params, group_grads = indices, params, grads
+            if len(members) < len(params):  # several dtypes: this one's share
+                keys = [indices[k] for k in members]
+                group_params, group_grads = [params[k] for k in members], [grads[k] for k in members]
+            pack = self._packs.get(dtype)
+            if (pack is None or pack.indices != keys
+                    or any(pending.get(i, self._state[i]) is not slots
+                           for i, slots in zip(keys, pack.slots, strict=True))):
+                # First use, or the state was replaced (loaded, or a copying update).
+                pack = Pack(keys, [self._shapes[i] for i in keys], dtype,
+                            [pending.get(i, self._state[i]) for i in keys])
+                pending.update(zip(keys, pack.slots, strict=True))
+            packs[dtype] = pack
+            pack.run(self.update_parameter, group_params, group_grads, constants)
+        self._packs = packs
 
     # Saving and restoring.
     def state_dict(self) -> dict:
@@ -318,6 +366,7 @@ class Optimizer:
                 loaded[slot] = Tensor._wrap(np.array(value, dtype, copy=True), _host_backend())
             new_slots.append(loaded)
         self._state = new_slots
+        self._packs = {}
         self.step = int(np.asarray(state["step"]))
         for name in self.hyperparameters:
             setattr(self, name, float(np.asarray(state[f"hyper.{name}"])))
@@ -327,57 +376,14 @@ class Optimizer:
         return f"{type(self).__name__}({hyper}, step={self.step})"
 
 
+def _run_whole(rule, param, grad, state, constants) -> None:
+    rule(param, grad, state, constants)
+
+
 def _host_backend():
     from ..backends.base import get_backend_object
 
     return get_backend_object("naive")
-
-
-def _gradient_array(name, path, grad, shape, dtype):
-    """``grad`` checked against its parameter's shape and dtype (None and numbers pass)."""
-    if grad is None:
-        return None
-    if isinstance(grad, float | int) and not isinstance(grad, bool):
-        if shape == ():
-            return float(grad)
-        raise TypeError(
-            f"{name}.update: the gradient of {path!r} is the number {grad!r}, but the parameter is "
-            f"a tensor of shape {shape}; pass a Tensor of that shape (or None for zero)."
-        )
-    if not isinstance(grad, Tensor):
-        raise TypeError(
-            f"{name}.update: the gradient of {path!r} is a {type(grad).__name__}; expected a "
-            f"Tensor of shape {shape} (or None for zero)."
-        )
-    if grad.shape != shape:
-        raise ValueError(
-            f"{name}.update: the gradient of {path!r} has shape {grad.shape}, but the parameter "
-            f"has shape {shape}. Pass the gradient computed for this model."
-        )
-    if grad.dtype.numpy != dtype and shape != ():
-        raise TypeError(
-            f"{name}.update: the gradient of {path!r} has dtype {grad.dtype}, but the parameter "
-            f"is {np.dtype(dtype).name}; cast it with grad.astype(...) first."
-        )
-    return grad
-
-
-def _on_backend_of(leaf, grad, dtype):
-    """A checked gradient where its parameter's rule runs, in the parameter's dtype."""
-    if isinstance(leaf, float):
-        if isinstance(grad, Tensor):
-            return np.asarray(grad.numpy(), np.float64)
-        return np.asarray(0.0 if grad is None else grad, np.float64)
-    backend = leaf._backend
-    if grad is None:
-        return full_on(backend, leaf.shape, dtype, 0)
-    if not isinstance(grad, Tensor):
-        return full_on(backend, leaf.shape, dtype, grad)
-    if grad._backend is not backend:
-        grad = grad.to(backend.name)
-    if grad._data.dtype != dtype:
-        grad = grad.astype(dtype)  # only 0-d gradients get here (checked above)
-    return grad
 
 
 def _tensor_on(backend, value: np.ndarray, dtype) -> Tensor:

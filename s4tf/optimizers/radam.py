@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .adam import Adam, _update_moments
+from .blocks import elementwise
 
 __all__ = ["RAdam"]
 
@@ -41,6 +42,7 @@ class RAdam(Adam):
             return {"rectified": True, "step_size": scale}
         return {"rectified": False, "step_size": lr / (1 - beta1_power)}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         scratch = np.empty_like(param)
         _update_moments(grad, state, self.beta1, self.beta2, scratch)

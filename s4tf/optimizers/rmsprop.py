@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import non_negative
+from .blocks import elementwise
+from .hyperparameters import hyperparameter, non_negative
 from .optimizer import Optimizer
 
 __all__ = ["RMSProp"]
@@ -32,17 +33,15 @@ class RMSProp(Optimizer):
     """
 
     state_names = ("alpha",)
-    hyperparameters = ("learning_rate", "rho", "epsilon", "decay")
-
-    def __init__(self, model, learning_rate: float = 1e-3, rho: float = 0.9,
-                 epsilon: float = 1e-8, decay: float = 0.0) -> None:
-        non_negative("RMSProp", learning_rate=learning_rate, rho=rho, decay=decay)
-        self.learning_rate, self.rho, self.epsilon, self.decay = learning_rate, rho, epsilon, decay
-        super().__init__(model)
+    learning_rate: float = hyperparameter(1e-3, check=non_negative)
+    rho: float = hyperparameter(0.9, check=non_negative)
+    epsilon: float = hyperparameter(1e-8)
+    decay: float = hyperparameter(0.0, check=non_negative)
 
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate / (1 + self.decay * step)}
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         alpha = state["alpha"]
         tmp = np.multiply(grad, grad, out=np.empty_like(param))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import non_negative
+from .blocks import elementwise
+from .hyperparameters import flag, hyperparameter, non_negative
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -30,20 +31,14 @@ class SGD(Optimizer):
     --------
     >>> import s4tf
     >>> opt = s4tf.optimizers.SGD([s4tf.ones([2])], learning_rate=0.5, momentum=0.9)
-    >>> opt.update([s4tf.ones([2])], [s4tf.ones([2])])[0].tolist()
+    >>> opt.update([s4tf.ones([2])], [s4tf.ones([2])], consume=False)[0].tolist()
     [0.5, 0.5]
     """
 
-    hyperparameters = ("learning_rate", "momentum", "decay")
-
-    def __init__(self, model, learning_rate: float = 0.01, momentum: float = 0.0,
-                 nesterov: bool = False, decay: float = 0.0) -> None:
-        non_negative("SGD", learning_rate=learning_rate, momentum=momentum, decay=decay)
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.nesterov = bool(nesterov)
-        self.decay = decay
-        super().__init__(model)
+    learning_rate: float = hyperparameter(0.01, check=non_negative)
+    momentum: float = hyperparameter(0.0, check=non_negative)
+    nesterov: bool = flag(False)
+    decay: float = hyperparameter(0.0, check=non_negative)
 
     def step_constants(self, step: int) -> dict:
         return {"lr": self.learning_rate / (1 + self.decay * step), "momentum": self.momentum}
@@ -54,6 +49,7 @@ class SGD(Optimizer):
         # second model-sized buffer for nothing (DESIGN: never two copies).
         return ("velocity",) if self.momentum else ()
 
+    @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
         lr, momentum = constants["lr"], constants["momentum"]
         scaled_grad = np.multiply(grad, lr, out=np.empty_like(param))  # the one temporary

@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .. import ops
-from ..ops import elementwise
 from ..tensor import Tensor
 
 __all__ = ["TensorBuffer", "full_on"]
@@ -41,31 +40,23 @@ def full_on(backend, shape, dtype, value) -> Tensor:
     return ops.broadcast_to(scalar, tuple(shape))
 
 
-def _square(x):
-    return ops.mul(x, x)
+def _names(names) -> str:
+    return ", ".join(f"np.{name}" for name in names)
 
 
-# The ufuncs optimizer rules use, as s4tf ops (np.divide is np.true_divide).
-_UFUNCS = {
-    np.add: ops.add,
-    np.subtract: ops.sub,
-    np.multiply: ops.mul,
-    np.true_divide: ops.div,
-    np.power: elementwise.pow,
-    np.maximum: ops.maximum,
-    np.minimum: ops.minimum,
-    np.negative: ops.neg,
-    np.sqrt: ops.sqrt,
-    np.square: _square,
-    np.absolute: ops.abs,
-    np.sign: ops.sign,
-    np.exp: ops.exp,
-    np.log: ops.log,
-}
+def _in_place(op):
+    """The in-place operator method: rebind ``self`` to ``self <op> other``."""
+    def method(self, other):
+        self._assign(op(self.tensor, self._operand(other)))
+        return self
+    return method
 
 
-def _names(table) -> str:
-    return ", ".join(f"np.{f.__name__}" for f in table)
+def _binary(op, reflected: bool = False):
+    """The operator method ``self <op> other`` (``other <op> self`` if ``reflected``)."""
+    if reflected:
+        return lambda self, other: self._new(op(self._operand(other), self.tensor))
+    return lambda self, other: self._new(op(self.tensor, self._operand(other)))
 
 
 class TensorBuffer:
@@ -204,13 +195,14 @@ class TensorBuffer:
 
     # NumPy protocols.
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        op = _UFUNCS.get(ufunc)
+        # The ufuncs a Tensor answers, as s4tf ops: one table for both.
+        op = ops.UFUNCS.get(ufunc.__name__)
         if op is None or method != "__call__":
             what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             raise TypeError(
                 f"TensorBuffer does not support {what}; optimizer rules on the lazy backend may "
-                f"use these ufuncs (called directly): {_names(_UFUNCS)}. Write the rule with "
-                "them, or add the ufunc to s4tf/optimizers/tensor_buffers.py."
+                f"use these ufuncs (called directly): {_names(ops.UFUNCS)}. Write the rule with "
+                "them, or add the ufunc to s4tf.ops.UFUNCS (s4tf/ops/__init__.py)."
             )
         out = kwargs.pop("out", None)
         if kwargs:
@@ -236,8 +228,8 @@ class TensorBuffer:
         if handler is None:
             raise TypeError(
                 f"TensorBuffer does not support np.{func.__name__}; optimizer rules on the lazy "
-                f"backend may use the functions {_names(_FUNCTIONS)} and the ufuncs "
-                f"{_names(_UFUNCS)}."
+                f"backend may use the functions {_names(f.__name__ for f in _FUNCTIONS)} and "
+                f"the ufuncs {_names(ops.UFUNCS)}."
             )
         return handler(*args, **kwargs)
 
@@ -250,45 +242,12 @@ class TensorBuffer:
         self._assign(self._operand(value))
 
     # In-place operators rebind; the others make new buffers.
-    def _inplace(self, op, other) -> TensorBuffer:
-        self._assign(op(self.tensor, self._operand(other)))
-        return self
-
-    def __iadd__(self, other):
-        return self._inplace(ops.add, other)
-
-    def __isub__(self, other):
-        return self._inplace(ops.sub, other)
-
-    def __imul__(self, other):
-        return self._inplace(ops.mul, other)
-
-    def __itruediv__(self, other):
-        return self._inplace(ops.div, other)
-
-    def __add__(self, other):
-        return self._new(ops.add(self.tensor, self._operand(other)))
-
-    def __radd__(self, other):
-        return self._new(ops.add(self._operand(other), self.tensor))
-
-    def __sub__(self, other):
-        return self._new(ops.sub(self.tensor, self._operand(other)))
-
-    def __rsub__(self, other):
-        return self._new(ops.sub(self._operand(other), self.tensor))
-
-    def __mul__(self, other):
-        return self._new(ops.mul(self.tensor, self._operand(other)))
-
-    def __rmul__(self, other):
-        return self._new(ops.mul(self._operand(other), self.tensor))
-
-    def __truediv__(self, other):
-        return self._new(ops.div(self.tensor, self._operand(other)))
-
-    def __rtruediv__(self, other):
-        return self._new(ops.div(self._operand(other), self.tensor))
+    __iadd__, __isub__ = _in_place(ops.add), _in_place(ops.sub)
+    __imul__, __itruediv__ = _in_place(ops.mul), _in_place(ops.div)
+    __add__, __radd__ = _binary(ops.add), _binary(ops.add, reflected=True)
+    __sub__, __rsub__ = _binary(ops.sub), _binary(ops.sub, reflected=True)
+    __mul__, __rmul__ = _binary(ops.mul), _binary(ops.mul, reflected=True)
+    __truediv__, __rtruediv__ = _binary(ops.div), _binary(ops.div, reflected=True)
 
     def __neg__(self):
         return self._new(ops.neg(self.tensor))
@@ -309,12 +268,11 @@ def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, 
     return TensorBuffer(full_on(a._backend, shape, dtype, fill_value))
 
 
-def _zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _full_like(a, 0, dtype, shape=shape)
-
-
-def _ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _full_like(a, 1, dtype, shape=shape)
+def _filled_like(fill_value):
+    """NumPy's ``zeros_like`` (``fill_value=0``) or ``ones_like`` (``1``) for buffers."""
+    def like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+        return _full_like(a, fill_value, dtype, shape=shape)
+    return like
 
 
 def _copyto(dst, src, casting="same_kind", where=True):
@@ -330,8 +288,8 @@ def _copyto(dst, src, casting="same_kind", where=True):
 
 _FUNCTIONS = {
     np.empty_like: _empty_like,
-    np.zeros_like: _zeros_like,
-    np.ones_like: _ones_like,
+    np.zeros_like: _filled_like(0),
+    np.ones_like: _filled_like(1),
     np.full_like: _full_like,
     np.copyto: _copyto,
 }

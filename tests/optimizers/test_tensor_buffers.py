@@ -104,8 +104,8 @@ def test_reading_an_unset_buffer_raises():
 
 def test_unsupported_operations_name_themselves_and_the_supported_ones():
     x = buf(X)
-    with pytest.raises(TypeError, match=r"np\.cos; .*np\.add, np\.subtract, np\.multiply"):
-        np.cos(x)
+    with pytest.raises(TypeError, match=r"np\.arctan; .*np\.add, np\.subtract, np\.multiply"):
+        np.arctan(x)
     with pytest.raises(TypeError, match=r"np\.add\.reduce"):
         np.add.reduce(x)
     with pytest.raises(TypeError, match=r"np\.clip; .*np\.empty_like, np\.zeros_like"):
