@@ -18,6 +18,8 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from ..tensor import Tensor
+
 __all__ = ["Batches", "LabeledBatch"]
 
 
@@ -79,14 +81,6 @@ class _ArrayExamples:
         if self.transform is not None:
             data = self.transform(data)
         return data, self.labels[index]
-
-
-def _to_tensor(array: np.ndarray):
-    # Imported here, not at module level: s4tf imports this package, and the
-    # NumPy-level batching must not depend on the tensor module being loaded.
-    import s4tf
-
-    return s4tf.Tensor(array)
 
 
 class Batches:
@@ -253,7 +247,7 @@ class Batches:
 
 def _as_tensors(batches: Iterator[tuple[np.ndarray, np.ndarray]]) -> Iterator[LabeledBatch]:
     for data, label in batches:
-        yield LabeledBatch(_to_tensor(data), _to_tensor(label))
+        yield LabeledBatch(Tensor(data), Tensor(label))
 
 
 _DONE = object()
