@@ -149,23 +149,26 @@ def _broadcast(fn, values, is_leaf):
         new = [fn(child) if type(child) in _ATOMS else _broadcast(fn, (child,), is_leaf)
                for child in children]
     else:
+        lead_value = values[lead]
         columns = []
         for i, value in enumerate(values):
             if i == lead:
                 columns.append(children)
             elif i < lead or type(value) in _ATOMS or (is_leaf is not None and is_leaf(value)):
                 columns.append([value] * len(keys))  # a leaf meets every leaf of the subtree
+            elif node is not None and type(value) is type(lead_value):
+                columns.append(node.children(value))  # one registered class: the same fields
             else:
-                columns.append(_children_at(kind, keys, values[lead], value))
+                columns.append(_children_at(kind, keys, value))
         # Rows of leaves (most rows: a model's tensors) go to fn without a call of their own.
         new = [fn(*row) if _all_atoms(map(type, row)) else _broadcast(fn, row, is_leaf)
                for row in zip(*columns, strict=True)]
     return _rebuild(kind, values[lead], keys, new, node)
 
 
-def _children_at(kind, keys, lead, value) -> list:
-    """The children of ``value`` under the ``keys`` of ``lead`` (a container of ``kind``);
-    ``value`` itself for each key when it is no container."""
+def _children_at(kind, keys, value) -> list:
+    """The children of ``value`` under ``keys``, a container of ``kind`` holds; ``value``
+    itself for each key when it is no container."""
     level = _level(value)
     if level is None:
         return [value] * len(keys)
@@ -176,8 +179,6 @@ def _children_at(kind, keys, lead, value) -> list:
         if family == "sequence":
             if len(children) == len(keys):
                 return children
-        elif type(value) is type(lead) and family != "dict":
-            return children  # one class: the same fields
         else:
             by_key = dict(zip(other_keys, children, strict=True))
             if all(key in by_key for key in keys):
