@@ -87,13 +87,13 @@ def dot(a, b):
 
 def _is_vector(value) -> bool:
     """Whether ``value`` is a tangent vector: its class is its own tangent class."""
-    node = node_type(value.__class__)
+    node = node_type(value.__class__)  # a consumed vector answers its live class
     return node is not None and node.tangent is node.cls
 
 
 def _not_a_vector(value) -> bool:
     """Registered values that are no tangent vectors (models, cells) are leaves here."""
-    node = node_type(value.__class__)
+    node = node_type(type(value))
     return node is not None and node.tangent is not node.cls
 
 
@@ -102,6 +102,8 @@ def _combine(a, b, op, zero_left, zero_right):
         return op(a, b)  # the common leaf: two tensors (neither is a zero scalar)
 
     def leaf(x, y):
+        if type(x) is Tensor and type(y) is Tensor:
+            return op(x, y)
         if zero_left is not None and is_zero(x):
             return zero_left(y)
         if zero_right is not None and is_zero(y):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from .flatten import is_leaf
-from .registry import node_type
+from .registry import new_instance, node_type
 
 __all__ = ["join_path", "tree_children", "tree_leaf_paths", "tree_map_broadcast"]
 
@@ -34,21 +34,36 @@ def tree_children(value):
     >>> tree_children(s4tf.State(2.0))
     ('cell', [(None, 2.0, False)])
     """
-    if isinstance(value, Tensor):
+    level = _level(value)
+    if level is None:
         return None, []
-    if isinstance(value, list | tuple):
-        return ("list" if isinstance(value, list) else "tuple"), [
-            (i, child, True) for i, child in enumerate(value)]
-    if isinstance(value, dict):
-        return "dict", [(key, child, True) for key, child in value.items()]
-    node = node_type(value.__class__)
+    kind, keys, children, node = level
+    if kind == "cell":
+        return kind, [(None, children[0], False)]
+    skip = node.no_derivative if node is not None else ()
+    return kind, [(key, child, key not in skip) for key, child in zip(keys, children, strict=True)]
+
+
+def _level(value):
+    """``(kind, keys, children, node type or None)`` of a container (see
+    :func:`tree_children`); None for anything else."""
+    cls = type(value)
+    if cls is list or cls is tuple:  # the common containers first: no lookups
+        return ("list" if cls is list else "tuple"), range(len(value)), value, None
+    node = node_type(cls)
     if node is None:
-        return None, []
+        if isinstance(value, (Tensor, str)):
+            return None
+        if isinstance(value, (list, tuple)):
+            return ("list" if isinstance(value, list) else "tuple"), range(len(value)), value, None
+        if isinstance(value, dict):
+            return "dict", list(value), list(value.values()), None
+        node = node_type(value.__class__)  # a consumed model answers its live class
+        if node is None:
+            return None
     if node.cell:
-        return "cell", [(None, value.value, False)]
-    skip = node.no_derivative
-    return "node", [(name, child, name not in skip)
-                    for name, child in zip(node.fields, node.children(value), strict=True)]
+        return "cell", (None,), [value.value], node
+    return "node", node.fields, node.children(value), node
 
 
 def join_path(path: str, key) -> str:
@@ -114,46 +129,75 @@ def tree_map_broadcast(fn, tree, *rest, is_leaf=None):
 
 
 _FAMILY = {"list": "sequence", "tuple": "sequence", "dict": "dict", "node": "node", "cell": "cell"}
-
-
-def _children_of(value, is_leaf):
-    if is_leaf is not None and is_leaf(value):
-        return None, []
-    return tree_children(value)
+# Exact types that are never containers: a value of one is a leaf without a lookup.
+_ATOMS = frozenset({Tensor, float, int, bool, str, type(None)})
+_all_atoms = _ATOMS.issuperset
 
 
 def _broadcast(fn, values, is_leaf):
-    split = [_children_of(v, is_leaf) for v in values]
-    lead = next((i for i, (kind, _) in enumerate(split) if kind is not None), None)
-    if lead is None:
-        return fn(*values)
-    kind, items = split[lead]
-    keys = [key for key, _, _ in items]
-    columns = []
-    for value, (other_kind, other_items) in zip(values, split, strict=True):
-        if other_kind is None:
-            columns.append([value] * len(keys))  # a leaf meets every leaf of the subtree
+    for index, value in enumerate(values):
+        if type(value) in _ATOMS or (is_leaf is not None and is_leaf(value)):
             continue
-        by_key = {key: child for key, child, _ in other_items}
+        level = _level(value)
+        if level is not None:
+            lead = index  # the first container gives the structure here
+            break
+    else:
+        return fn(*values)
+    kind, keys, children, node = level
+    if len(values) == 1:
+        new = [fn(child) if type(child) in _ATOMS else _broadcast(fn, (child,), is_leaf)
+               for child in children]
+    else:
+        lead_value = values[lead]
+        columns = []
+        for i, value in enumerate(values):
+            if i == lead:
+                columns.append(children)
+            elif i < lead or type(value) in _ATOMS or (is_leaf is not None and is_leaf(value)):
+                columns.append([value] * len(keys))  # a leaf meets every leaf of the subtree
+            elif node is not None and type(value) is type(lead_value):
+                columns.append(node.children(value))  # one registered class: the same fields
+            else:
+                columns.append(_children_at(kind, keys, value))
+        # Rows of leaves (most rows: a model's tensors) go to fn without a call of their own.
+        new = [fn(*row) if _all_atoms(map(type, row)) else _broadcast(fn, row, is_leaf)
+               for row in zip(*columns, strict=True)]
+    return _rebuild(kind, values[lead], keys, new, node)
+
+
+def _children_at(kind, keys, value) -> list:
+    """The children of ``value`` under ``keys``, a container of ``kind`` holds; ``value``
+    itself for each key when it is no container."""
+    level = _level(value)
+    if level is None:
+        return [value] * len(keys)
+    other_kind, other_keys, children, _ = level
+    family = _FAMILY[kind]
+    if _FAMILY[other_kind] == family:
         # Dicts and nodes may hold more than the lead (another tangent class); sequences not.
-        if _FAMILY[other_kind] != _FAMILY[kind] or any(key not in by_key for key in keys) or (
-                _FAMILY[kind] == "sequence" and len(other_items) != len(keys)):
-            raise ValueError(
-                f"the trees differ in structure: a {kind} with keys {keys} meets a "
-                f"{other_kind} with keys {list(by_key)}; pass values of the same structure."
-            )
-        columns.append([by_key[key] for key in keys])
-    children = [_broadcast(fn, row, is_leaf) for row in zip(*columns, strict=True)]
-    return _rebuild(kind, values[lead], keys, children)
+        if family == "sequence":
+            if len(children) == len(keys):
+                return children
+        else:
+            by_key = dict(zip(other_keys, children, strict=True))
+            if all(key in by_key for key in keys):
+                return [by_key[key] for key in keys]
+    raise ValueError(
+        f"the trees differ in structure: a {kind} with keys {list(keys)} meets a {other_kind} "
+        f"with keys {list(other_keys)}; pass values of the same structure."
+    )
 
 
-def _rebuild(kind, value, keys, children):
-    """A container like ``value`` (of ``kind``, from :func:`tree_children`) with new children."""
+def _rebuild(kind, value, keys, children, node):
+    """A container like ``value`` (of ``kind`` and ``node`` type, from :func:`_level`)
+    with new children."""
     if kind == "list":
         return children
     if kind == "tuple":
         return tuple(children) if type(value) is tuple else type(value)(*children)
     if kind == "dict":
         return dict(zip(keys, children, strict=True))
-    return node_type(value.__class__).build(
-        dict(zip(keys if kind == "node" else ("value",), children, strict=True)))
+    if node.cell:
+        return node.cls(children[0])
+    return new_instance(node.cls, zip(node.fields, children, strict=True))

@@ -35,7 +35,7 @@ def is_zero(value) -> bool:
     if type(value) in (float, int):
         return value == 0
     # Subclasses count (np.float64); a bool is never a tangent.
-    return isinstance(value, float | int) and not isinstance(value, bool) and value == 0
+    return isinstance(value, (float, int)) and not isinstance(value, bool) and value == 0
 
 
 class TreeDef:

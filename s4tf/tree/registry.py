@@ -12,9 +12,6 @@ from __future__ import annotations
 
 __all__ = ["NodeType", "new_instance", "node_type", "register_cell", "register_node"]
 
-_MISSING = object()
-
-
 class NodeType:
     """How instances of one registered class decompose (see :func:`register_node`).
 
@@ -45,24 +42,27 @@ class NodeType:
         if self.cell:
             return [value.value]
         state = value.__dict__
-        out = []
-        for name in self.fields:
-            child = state.get(name, _MISSING)
-            out.append(getattr(value, name) if child is _MISSING else child)  # a class default
-        return out
+        try:
+            return [state[name] for name in self.fields]
+        except KeyError:  # a field left at its class default
+            return [state[name] if name in state else getattr(value, name) for name in self.fields]
 
-    def build(self, fields: dict):
-        """A new instance with these field values (a node's are all it keeps)."""
+    def build(self, fields):
+        """A new instance with these field values, a dict or ``(name, value)`` pairs (a
+        node's are all it keeps)."""
         if self.cell:
-            return self.cls(fields["value"])
+            return self.cls(dict(fields)["value"])
         return new_instance(self.cls, fields)
 
     def __repr__(self) -> str:
         return f"NodeType({self.cls.__qualname__}, fields={self.fields}, cell={self.cell})"
 
 
-# Registered classes live as long as the program, so a plain dict is the registry.
+# Registered classes live as long as the program, so plain dicts are the registry and
+# the cache of lookups (class -> its own or its nearest base's registration, or None),
+# which a new registration empties.
 _REGISTRY: dict[type, NodeType] = {}
+_FOUND: dict[type, NodeType | None] = {}
 
 
 def register_node(cls: type, fields, no_derivative=(), tangent: type | None = None) -> None:
@@ -82,11 +82,13 @@ def register_node(cls: type, fields, no_derivative=(), tangent: type | None = No
     (('x', 'label'), ['label'])
     """
     _REGISTRY[cls] = NodeType(cls, fields, no_derivative, tangent, cell=False)
+    _FOUND.clear()
 
 
 def register_cell(cls: type) -> None:
     """Register ``cls`` as a mutable cell holding one child, ``value`` (``State``)."""
     _REGISTRY[cls] = NodeType(cls, ("value",), ("value",), None, cell=True)
+    _FOUND.clear()
 
 
 def node_type(cls: type) -> NodeType | None:
@@ -95,17 +97,21 @@ def node_type(cls: type) -> NodeType | None:
     Pass ``value.__class__`` to classify a value as ``isinstance`` does (a
     consumed model answers its live class there, and then refuses its fields).
     """
-    found = _REGISTRY.get(cls)
-    if found is None:
-        for base in cls.__mro__[1:]:
-            found = _REGISTRY.get(base)
-            if found is not None:
-                break
+    try:
+        return _FOUND[cls]
+    except KeyError:
+        pass
+    found = None
+    for base in cls.__mro__:
+        found = _REGISTRY.get(base)
+        if found is not None:
+            break
+    _FOUND[cls] = found
     return found
 
 
 def new_instance(cls, fields):
-    """An instance of ``cls`` with these attributes, made without ``__init__``."""
+    """An instance of ``cls`` with these attributes (a dict or pairs), made without ``__init__``."""
     obj = object.__new__(cls)
     obj.__dict__.update(fields)
     return obj
