@@ -25,7 +25,7 @@ class ForwardTracer(Tracer):
 
     __slots__ = ("_tangent",)
 
-    # __new__, not __init__: see ReverseTracer.
+    # __new__, not __init__: see Tracer (s4tf.ops.tracer).
     def __new__(cls, trace, primal, tangent):
         self = _new(cls)
         self._trace = trace

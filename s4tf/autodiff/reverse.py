@@ -27,32 +27,23 @@ _new = object.__new__
 
 
 class Node:
-    """One recorded application: ``out = rule-owner(*args, **params)``."""
+    """One recorded application: ``out = primitive(*args, **params)``.
+
+    ``vjp`` is the primitive's rule table (None for a leaf), ``parents`` the
+    nodes of the arguments being differentiated (None for constants) and
+    ``seq`` the creation order. Made only by :meth:`ReverseTrace.record`.
+    """
 
     __slots__ = ("seq", "vjp", "args", "params", "out", "parents")
 
-    def __init__(self, vjp, args, params, out, parents):
-        self.seq = next(_sequence)
-        self.vjp = vjp
-        self.args = args
-        self.params = params
-        self.out = out
-        self.parents = parents
-
 
 class ReverseTracer(Tracer):
-    """A value being differentiated in reverse mode."""
+    """A value being differentiated in reverse mode: its primal and the node that made it.
+
+    Made only by :meth:`ReverseTrace.record`.
+    """
 
     __slots__ = ("_node",)
-
-    # __new__, not __init__: s4tf.Tensor(tracer) returns a tracer, and Python then
-    # calls the result's __init__ with Tensor's arguments (object.__init__ ignores them).
-    def __new__(cls, trace, primal, node):
-        self = _new(cls)
-        self._trace = trace
-        self._primal = primal
-        self._node = node
-        return self
 
 
 def _is_differentiable_value(value) -> bool:
@@ -79,19 +70,23 @@ class ReverseTrace(Trace):
 
     def record(self, vjp, args, params, out, parents) -> ReverseTracer:
         """A tracer of ``out`` whose node (rule ``vjp``, inputs, parent nodes) is recorded."""
-        node = Node(vjp, args, params, out, parents)
+        # Once per op of the traced function: both objects are built without calling
+        # an __init__ (a frame each).
+        node = _new(Node)
+        node.seq, node.vjp, node.args, node.params, node.out, node.parents = (
+            next(_sequence), vjp, args, params, out, parents)
         self.nodes.append(node)
-        return ReverseTracer(self, out, node)
+        tracer = _new(ReverseTracer)
+        tracer._trace, tracer._primal, tracer._node = self, out, node
+        return tracer
 
     def new_leaf(self, primal) -> ReverseTracer:
         return self.record(None, (), _NO_PARAMS, primal, ())
 
     def process(self, primitive, args, params):
-        if len(args) == 2 and not params:
-            return self._binary(primitive, args[0], args[1])
         if len(args) == 1:  # unary ops, reductions, reshapes: no lists either
             x = args[0]
-            if isinstance(x, ReverseTracer) and x._trace is self:
+            if type(x) is ReverseTracer and x._trace is self:
                 x, x_node = x._primal, x._node
             else:
                 x_node = None
@@ -101,7 +96,7 @@ class ReverseTrace(Trace):
             return self.record(primitive.vjp, (x,), params, out, (x_node,))
         primals, parents = [], []
         for arg in args:
-            if isinstance(arg, ReverseTracer) and arg._trace is self:
+            if type(arg) is ReverseTracer and arg._trace is self:
                 primals.append(arg._primal)
                 parents.append(arg._node)
             else:
@@ -112,13 +107,13 @@ class ReverseTrace(Trace):
             return out
         return self.record(primitive.vjp, tuple(primals), params, out, tuple(parents))
 
-    def _binary(self, primitive, x, y):
+    def process_binary(self, primitive, x, y):
         """``process`` of a two-operand op without parameters (arithmetic): no lists."""
-        if isinstance(x, ReverseTracer) and x._trace is self:
+        if type(x) is ReverseTracer and x._trace is self:
             x, x_node = x._primal, x._node
         else:
             x_node = None
-        if isinstance(y, ReverseTracer) and y._trace is self:
+        if type(y) is ReverseTracer and y._trace is self:
             y, y_node = y._primal, y._node
         else:
             y_node = None
@@ -239,21 +234,6 @@ def _unbroadcast(cotangent, arg):
     return cotangent
 
 
-def _stored(values, parent, ct, arg) -> bool:
-    """Store the first cotangent of ``parent`` when it needs no summing, casting or adding.
-
-    The common case of every edge; anything else returns False for the general path.
-    ``arg`` is the primal the op saw, i.e. ``parent.out``.
-    """
-    if type(ct) is Tensor and type(arg) is Tensor:
-        have, like = ct._data, arg._data
-        key = id(parent)
-        if have.shape == like.shape and have.dtype == like.dtype and key not in values:
-            values[key] = ct
-            return True
-    return False
-
-
 def backward(roots, seeds, nodes=None):
     """Run the backward pass from output nodes ``roots`` with cotangents ``seeds``.
 
@@ -285,6 +265,16 @@ def backward(roots, seeds, nodes=None):
                 if rule is not None:
                     # Unpacking an empty **params still builds a dict: skip it for arithmetic.
                     ct = rule(g, *args, out=out, **params) if params else rule(g, *args, out=out)
-                    if ct is not None and not _stored(values, parent, ct, args[i]):
-                        add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, args[i]))
+                    if ct is None:
+                        continue
+                    arg = args[i]
+                    # The common edge: the parent's first cotangent, of its primal's shape
+                    # and dtype, is stored as it is (no summing, casting or adding).
+                    if type(ct) is Tensor and type(arg) is Tensor:
+                        have, like = ct._data, arg._data
+                        if (have.shape == like.shape and have.dtype == like.dtype
+                                and id(parent) not in values):
+                            values[id(parent)] = ct
+                            continue
+                    add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, arg))
     return leaves

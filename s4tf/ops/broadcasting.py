@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .primitive import primitive
-from .shapes import _reshape, reshape, shape_of
+from .shapes import _reshape, shape_of
 
 __all__ = ["broadcast_to", "kept_shape", "reduce_sum", "sum_to_shape", "unreduce"]
 
@@ -27,10 +27,10 @@ def unreduce(g, x, axis, keepdims):
     shape = shape_of(x)
     # The shapes are known to fit, so the primitives are called without the
     # user-facing functions' checks (a measurable share of a small op's backward).
-    if not keepdims:
-        kept = kept_shape(shape, axis)
-        if shape_of(g) != kept:
-            g = _reshape(g, shape=kept)
+    # Broadcasting aligns trailing axes: g needs its reduced axes back as 1s only
+    # when one of them is not leading (a full reduction's scalar broadcasts as is).
+    if not keepdims and axis != tuple(range(len(axis))):
+        g = _reshape(g, shape=kept_shape(shape, axis))
     return g if shape_of(g) == shape else broadcast_to_(g, shape=shape)
 
 
@@ -67,13 +67,26 @@ def broadcast_to(x, shape):
 
 
 def sum_to_shape(g, shape):
-    """Sum ``g`` down to ``shape``, undoing NumPy broadcasting."""
+    """Sum ``g`` down to ``shape``, undoing NumPy broadcasting.
+
+    Called by the backward pass on every broadcast operand (a bias), so it
+    calls the primitives directly: the shapes are known to fit. Axes that
+    broadcasting added with size 1 (a batch of one) need no sum, only a reshape.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> s4tf.ops.sum_to_shape(s4tf.ones([4, 2, 3]), (2, 1)).tolist()
+    [[12.0], [12.0]]
+    """
     g_shape = shape_of(g)
-    if g_shape == tuple(shape):
+    shape = tuple(shape)
+    if g_shape == shape:
         return g
     lead = len(g_shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
+    axes = tuple(i for i in range(lead) if g_shape[i] != 1) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1
     )
-    out = reduce_sum(g, axis=axes, keepdims=True) if axes else g
-    return reshape(out, shape=tuple(shape))
+    if axes:
+        g = reduce_sum(g, axis=axes, keepdims=True)
+    return g if shape_of(g) == shape else _reshape(g, shape=shape)

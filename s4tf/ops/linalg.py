@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from .primitive import primitive
-from .shapes import expand_dims, shape_of, squeeze, transpose
+from .shapes import _transpose, expand_dims, shape_of, squeeze
 
 __all__ = ["matmul"]
 
 
 def _swap(x):
+    """``x`` with its last two axes swapped (a matrix's transpose, batched)."""
     rank = len(shape_of(x))
-    return transpose(x, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+    return _transpose(x, perm=tuple(range(rank - 2)) + (rank - 1, rank - 2))
 
 
 def _describe(args, error):
@@ -42,13 +43,14 @@ def matmul(x, y):
     >>> (s4tf.ones([2, 3]) @ s4tf.ones([3])).tolist()
     [3.0, 3.0]
     """
-    x_rank, y_rank = len(shape_of(x)), len(shape_of(y))
+    x_shape, y_shape = shape_of(x), shape_of(y)
+    x_rank, y_rank = len(x_shape), len(y_shape)
     if x_rank == 0 or y_rank == 0:
-        raise ValueError(f"matmul needs operands of rank >= 1; got shapes {shape_of(x)} and {shape_of(y)}. Use * for scalars.")
+        raise ValueError(f"matmul needs operands of rank >= 1; got shapes {x_shape} and {y_shape}. Use * for scalars.")
     if x_rank == 1:
         return squeeze(matmul(expand_dims(x, 0), y), -2 if y_rank > 1 else -1)
     if y_rank == 1:
         return squeeze(matmul_(x, expand_dims(y, -1)), -1)
-    if shape_of(x)[-1] != shape_of(y)[-2]:
+    if x_shape[-1] != y_shape[-2]:
         raise ValueError(_describe((x, y), None))
-    return matmul_(x, y)
+    return matmul_.binary(x, y)

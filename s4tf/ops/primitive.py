@@ -50,6 +50,8 @@ def _wrap(data, backend) -> Tensor:
 
 
 _PY_SCALARS = (int, float, bool, np.number, np.bool_)
+# The parameters of an op without any (never mutated): one dict, not one per call.
+_NO_PARAMS: dict = {}
 
 
 class EachArgument:
@@ -124,11 +126,15 @@ class Primitive:
         if len(args) == 1:
             x = args[0]
             if type(x) is Tensor:
+                backend = x._backend
                 try:
-                    out = getattr(x._backend.kernels, self.name)(x._data, **params)
+                    out = getattr(backend.kernels, self.name)(x._data, **params)
                 except (ValueError, TypeError, IndexError) as error:
                     raise self._error(args, error) from None
-                return _wrap(out, x._backend)
+                tensor = _new(Tensor)
+                tensor._data = out
+                tensor._backend = backend
+                return tensor
             if isinstance(x, Tracer):
                 return x._trace.process(self, args, params)
             return self._impl(args, params)
@@ -149,33 +155,36 @@ class Primitive:
         number, go straight to the kernel; anything else takes the general path.
         """
         tx, ty = type(x), type(y)
+        dx = dy = None
         if tx is Tensor:
             backend, dx = x._backend, x._data
             if ty is Tensor:
                 dy = y._data
-                if y._backend is backend and (dy.dtype is dx.dtype or dy.dtype == dx.dtype):
-                    return self._run(backend, dx, dy, x, y)
+                if y._backend is not backend or not (dy.dtype is dx.dtype or dy.dtype == dx.dtype):
+                    dy = None
             elif (ty is float or ty is int) and self.promote and dx.dtype.kind == "f":
-                return self._run(backend, dx, backend.weak_scalar(y, dx.dtype), x, y)
+                dy = backend.weak_scalar(y, dx.dtype)
         elif ty is Tensor and (tx is float or tx is int) and self.promote:
             backend, dy = y._backend, y._data
-            if dy.dtype.kind == "f":
-                return self._run(backend, backend.weak_scalar(x, dy.dtype), dy, x, y)
-        args = (x, y)
-        top = None
-        for arg in args:
-            if isinstance(arg, Tracer) and (top is None or arg._trace.level > top.level):
-                top = arg._trace
-        if top is not None:
-            return top.process(self, args, {})
-        return self._impl(args, {})
-
-    def _run(self, backend, dx, dy, x, y):
-        try:
-            out = getattr(backend.kernels, self.name)(dx, dy)
-        except (ValueError, TypeError) as error:
-            raise self._error((x, y), error) from None
-        return _wrap(out, backend)
+            dx = backend.weak_scalar(x, dy.dtype) if dy.dtype.kind == "f" else None
+        if dx is not None and dy is not None:
+            try:
+                out = getattr(backend.kernels, self.name)(dx, dy)
+            except (ValueError, TypeError) as error:
+                raise self._error((x, y), error) from None
+            tensor = _new(Tensor)
+            tensor._data = out
+            tensor._backend = backend
+            return tensor
+        # A value being differentiated: the highest level's trace handles the op.
+        if isinstance(x, Tracer):
+            top = x._trace
+            if isinstance(y, Tracer) and y._trace.level > top.level:
+                top = y._trace
+            return top.process_binary(self, x, y)
+        if isinstance(y, Tracer):
+            return y._trace.process_binary(self, x, y)
+        return self._impl((x, y), _NO_PARAMS)
 
     def _impl(self, args, params):
         """The general no-tracer path: mixed dtypes, Python scalars, NumPy arrays."""

@@ -48,6 +48,18 @@ class Trace:
     def __init__(self) -> None:
         self.level = new_level()
 
+    def process(self, primitive, args, params):
+        """``primitive(*args, **params)`` where some arguments are this trace's tracers."""
+        raise NotImplementedError  # each engine defines how it records or pushes a primitive
+
+    def process_binary(self, primitive, x, y):
+        """``process`` of a two-operand op without parameters (arithmetic, matmul).
+
+        The hot path of Tensor operators: an engine may override it to skip the
+        argument tuple and the parameter dict.
+        """
+        return self.process(primitive, (x, y), {})
+
 
 def innermost(value):
     """The concrete value under every level of tracer.
