@@ -274,3 +274,45 @@ def test_pool_outputs_are_new_arrays(kernels):
                                      padding=((0, 0), (0, 0)))
         out[...] = -1
         assert (given.get() if hasattr(given, "get") else given).tolist() == x.tolist()
+
+
+# --- finite differences through the ops, float64 -----------------------------------------
+
+def _tensor(*shape):
+    import s4tf
+
+    return s4tf.Tensor(RNG.standard_normal(shape), dtype=s4tf.float64)
+
+
+GRADIENT_CASES = {  # conv2d arguments: input shape, filter shape, strides, padding, dilations
+    "grey_same": ((2, 5, 6, 1), (3, 3, 1, 2), 1, "same", 1),
+    "rows_even_kernel_same": ((1, 6, 5, 3), (4, 2, 3, 2), 1, "same", 1),
+    "rows_dilated": ((1, 7, 6, 2), (2, 3, 2, 3), 1, "valid", (2, 1)),
+    "stride_beyond_kernel": ((2, 7, 8, 3), (2, 2, 3, 2), 3, "same", 1),
+    "pointwise": ((2, 3, 4, 5), (1, 1, 5, 3), 1, "valid", 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRADIENT_CASES))
+def test_convolution_paths_pass_finite_differences(case):
+    import s4tf
+    from s4tf.testing import check_gradients
+
+    x_shape, w_shape, strides, padding, dilations = GRADIENT_CASES[case]
+    check_gradients(lambda x, w: s4tf.nn.conv2d(x, w, strides, padding, dilations),
+                    _tensor(*x_shape), _tensor(*w_shape))
+
+
+def test_depthwise_and_pool_paths_pass_finite_differences():
+    import s4tf
+    from s4tf.testing import check_gradients
+
+    # Channel groups (offset-major columns, channels-first col2im), second order too.
+    check_gradients(lambda x, w: s4tf.nn.depthwise_conv2d(x, w, (2, 1), "same"),
+                    _tensor(2, 5, 5, 3), _tensor(3, 2, 3, 2), order=2)
+    # Pools: overlapping windows with padding (adds), tiling windows (assignments).
+    x = s4tf.Tensor(RNG.permutation(2 * 7 * 6 * 2).reshape(2, 7, 6, 2) / 10.0,
+                    dtype=s4tf.float64)  # distinct values: no ties for differences to cross
+    check_gradients(lambda x: s4tf.nn.max_pool2d(x, 3, 2, "same"), x)
+    check_gradients(lambda x: s4tf.nn.avg_pool2d(x, 3, 2, "same"), x)
+    check_gradients(lambda x: s4tf.nn.avg_pool2d(x, 2, 2), x[:, :6])
