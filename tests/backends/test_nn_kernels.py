@@ -233,8 +233,10 @@ def ref_pools(x, g, window, strides, padding):
     return maxima, scattered, sums, spread
 
 
+@pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
 @pytest.mark.parametrize("case", sorted(POOL_CASES))
-def test_pooling_kernels_match_loops(kernels, case):
+def test_pooling_kernels_match_loops(kernels, case, chunk_bytes, monkeypatch):
+    monkeypatch.setattr(im2col, "CHUNK_BYTES", chunk_bytes)
     shape, window, strides, padding = POOL_CASES[case]
     # Small integers: many ties, so the first-maximum rule is exercised.
     x = RNG.integers(0, 4, size=shape).astype(np.float64)
