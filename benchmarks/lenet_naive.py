@@ -29,12 +29,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from side_by_side import blas_threads, compare  # noqa: E402
+from side_by_side import arguments, blas_threads, compare  # noqa: E402
 
 BLAS_THREADS = blas_threads(sys.argv)
 
-import argparse  # noqa: E402  (OPENBLAS_NUM_THREADS must be set before NumPy loads)
-import json  # noqa: E402
+import json  # noqa: E402  (OPENBLAS_NUM_THREADS must be set before NumPy loads)
 
 import numpy as np  # noqa: E402
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
@@ -153,14 +152,8 @@ class S4TFLeNet:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per side and run")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--threads", default=None,
-                        help="OPENBLAS_NUM_THREADS for both sides (read before NumPy loads)")
-    args = parser.parse_args()
-
+    args = arguments(__doc__.splitlines()[0], batch=128, steps=20,
+                     threads="OPENBLAS_NUM_THREADS for both sides (read before NumPy loads)")
     rng = np.random.default_rng(0)
     images = rng.uniform(size=(args.batch, 28, 28, 1)).astype(np.float32)
     labels = rng.integers(0, 10, size=args.batch).astype(np.int32)

@@ -27,14 +27,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from side_by_side import blas_threads, compare  # noqa: E402
+from side_by_side import arguments, blas_threads, compare  # noqa: E402
 
 BLAS_THREADS = blas_threads(sys.argv)
 
-import argparse  # noqa: E402  (OPENBLAS_NUM_THREADS must be set before NumPy loads)
-import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import json  # noqa: E402  (OPENBLAS_NUM_THREADS must be set before NumPy loads)
 
 import numpy as np  # noqa: E402
 import zoo_step  # noqa: E402
@@ -84,23 +81,9 @@ class TorchStep:
         return float(loss.detach())
 
 
-def _alone(step, steps: int) -> float:
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per side and run")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--threads", default=None,
-                        help="OPENBLAS_NUM_THREADS and PyTorch threads (set before NumPy loads)")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0], batch=16, steps=5,
+                     threads="OPENBLAS_NUM_THREADS and PyTorch threads (set before NumPy loads)")
     images, labels = zoo_step.random_batch(args.batch, SPEC["size"])
     mine = S4TFStep(images, labels)
     report = {"benchmark": "resnet56_naive_step", "batch": args.batch,
@@ -109,9 +92,8 @@ def main() -> None:
     try:
         import torch
     except ImportError as error:
-        mine()
         report["peer"] = f"skipped: PyTorch is not installed ({error})"
-        report["s4tf_ms_per_step"] = round(1e3 * _alone(mine, args.steps), 2)
+        report.update(compare(mine, steps=args.steps, runs=args.runs))
         print(json.dumps(report, indent=2))
         return
     threads = args.threads or os.environ.get("OPENBLAS_NUM_THREADS")

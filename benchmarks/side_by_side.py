@@ -11,11 +11,12 @@ throughput ratio.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
 
-__all__ = ["blas_threads", "compare"]
+__all__ = ["arguments", "blas_threads", "compare"]
 
 
 def blas_threads(argv) -> str:
@@ -32,6 +33,16 @@ def blas_threads(argv) -> str:
     return os.environ.get("OPENBLAS_NUM_THREADS", "OpenBLAS default (one per core)")
 
 
+def arguments(description: str, *, batch: int, steps: int, threads: str):
+    """The command line shared by these benchmarks: batch, steps per run, runs, threads."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--batch", type=int, default=batch)
+    parser.add_argument("--steps", type=int, default=steps, help="timed steps per side and run")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--threads", default=None, help=threads)
+    return parser.parse_args()
+
+
 def _medians(sides: dict, steps: int) -> dict:
     times = {name: [] for name in sides}
     for _ in range(steps):
@@ -42,20 +53,25 @@ def _medians(sides: dict, steps: int) -> dict:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def compare(mine, peer, *, steps: int, runs: int, warmup: int = 2) -> dict:
+def compare(mine, peer=None, *, steps: int, runs: int, warmup: int = 2) -> dict:
     """Runs of ``mine()`` and ``peer()`` taking turns; ratios of throughput, mine / peer.
 
     Each run times ``steps`` steps of each side; the result holds every run's
     median milliseconds per step and ratio (above 1: ``mine`` is faster), and
-    ``ratio_range``, the smallest and largest ratio over the runs.
+    ``ratio_range``, the smallest and largest ratio over the runs. Without a
+    peer, ``mine`` runs alone and the runs hold its times only.
     """
-    sides = {"mine": mine, "peer": peer}
+    sides = {"mine": mine} if peer is None else {"mine": mine, "peer": peer}
     _medians(sides, warmup)
     results = []
     for _ in range(runs):
         medians = _medians(sides, steps)
-        results.append({"s4tf_ms_per_step": round(1e3 * medians["mine"], 2),
-                        "peer_ms_per_step": round(1e3 * medians["peer"], 2),
-                        "ratio": round(medians["peer"] / medians["mine"], 3)})
+        run = {"s4tf_ms_per_step": round(1e3 * medians["mine"], 2)}
+        if peer is not None:
+            run.update(peer_ms_per_step=round(1e3 * medians["peer"], 2),
+                       ratio=round(medians["peer"] / medians["mine"], 3))
+        results.append(run)
+    if peer is None:
+        return {"runs": results}
     ratios = [run["ratio"] for run in results]
     return {"runs": results, "ratio_range": [min(ratios), max(ratios)]}

@@ -53,49 +53,46 @@ def _inside(pos, spatial):
     return all(0 <= p < n for p, n in zip(pos, spatial, strict=True))
 
 
-def ref_conv(x, w, strides, padding, dilations, groups):
-    window, spatial = w.shape[:-2], x.shape[1:-1]
-    out = _geometry(spatial, window, strides, padding, dilations)
-    cg, og = w.shape[-2], w.shape[-1] // groups
-    y = np.zeros((x.shape[0],) + out + (w.shape[-1],))
+def _pairs(out, window, spatial, strides, padding, dilations, channels_in, channels_out, groups):
+    """Every (output index, input index, filter index) the convolution multiplies, per group.
+
+    Indices are tuples for the whole array, channel slices included: the
+    output's ``(all, *o, group's outputs)``, the input's ``(all, *pos,
+    group's inputs)``, the filter's ``(*k, all, group's outputs)``.
+    """
+    cg, og = channels_in // groups, channels_out // groups
+    everything = slice(None)
     for o in np.ndindex(*out):
         for k in np.ndindex(*window):
             pos = _reads(o, k, strides, padding, dilations)
             if _inside(pos, spatial):
-                for g in range(groups):
-                    y[(slice(None),) + o + (slice(g * og, (g + 1) * og),)] += (
-                        x[(slice(None),) + pos + (slice(g * cg, (g + 1) * cg),)]
-                        @ w[k][:, g * og:(g + 1) * og])
+                for j in range(groups):
+                    ins, outs = slice(j * cg, (j + 1) * cg), slice(j * og, (j + 1) * og)
+                    yield (everything,) + o + (outs,), (everything,) + pos + (ins,), k + (everything, outs)
+
+
+def ref_conv(x, w, strides, padding, dilations, groups):
+    out = _geometry(x.shape[1:-1], w.shape[:-2], strides, padding, dilations)
+    y = np.zeros((x.shape[0],) + out + (w.shape[-1],))
+    for at_y, at_x, at_w in _pairs(out, w.shape[:-2], x.shape[1:-1], strides, padding, dilations,
+                                   x.shape[-1], w.shape[-1], groups):
+        y[at_y] += x[at_x] @ w[at_w]
     return y
 
 
 def ref_backprop_input(g, w, input_shape, strides, padding, dilations, groups):
-    window, spatial = w.shape[:-2], input_shape[1:-1]
-    cg, og = w.shape[-2], w.shape[-1] // groups
     dx = np.zeros(input_shape)
-    for o in np.ndindex(*g.shape[1:-1]):
-        for k in np.ndindex(*window):
-            pos = _reads(o, k, strides, padding, dilations)
-            if _inside(pos, spatial):
-                for j in range(groups):
-                    dx[(slice(None),) + pos + (slice(j * cg, (j + 1) * cg),)] += (
-                        g[(slice(None),) + o + (slice(j * og, (j + 1) * og),)]
-                        @ w[k][:, j * og:(j + 1) * og].T)
+    for at_g, at_x, at_w in _pairs(g.shape[1:-1], w.shape[:-2], input_shape[1:-1], strides,
+                                   padding, dilations, input_shape[-1], w.shape[-1], groups):
+        dx[at_x] += g[at_g] @ w[at_w].T
     return dx
 
 
 def ref_backprop_filter(x, g, filter_shape, strides, padding, dilations, groups):
-    window, spatial = filter_shape[:-2], x.shape[1:-1]
-    cg, og = filter_shape[-2], filter_shape[-1] // groups
     dw = np.zeros(filter_shape)
-    for o in np.ndindex(*g.shape[1:-1]):
-        for k in np.ndindex(*window):
-            pos = _reads(o, k, strides, padding, dilations)
-            if _inside(pos, spatial):
-                for j in range(groups):
-                    dw[k + (slice(None), slice(j * og, (j + 1) * og))] += (
-                        x[(slice(None),) + pos + (slice(j * cg, (j + 1) * cg),)].T
-                        @ g[(slice(None),) + o + (slice(j * og, (j + 1) * og),)])
+    for at_g, at_x, at_w in _pairs(g.shape[1:-1], filter_shape[:-2], x.shape[1:-1], strides,
+                                   padding, dilations, x.shape[-1], filter_shape[-1], groups):
+        dw[at_w] += x[at_x].T @ g[at_g]
     return dw
 
 
