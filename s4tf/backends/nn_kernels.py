@@ -149,7 +149,7 @@ class NNKernels(PoolKernels):
         height, width = x.shape[1] + sum(padding[0]), out_spatial[1]
         pixels, step = size(out_spatial), dilations[0] * width
         taps = w.reshape(w.shape[0], -1, w.shape[-1])  # (filter rows, row taps * C, O)
-        outputs = y.reshape(x.shape[0], pixels, -1)
+        outputs = y.reshape(x.shape[0], pixels, w.shape[-1])
         scratch = None
         for start, stop, cols in im2col.rows(xp, x, out_spatial, w.shape[:-2], strides, padding,
                                              dilations):

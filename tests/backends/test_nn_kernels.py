@@ -148,6 +148,18 @@ def test_convolution_kernels_match_loops(kernels, case, chunk_bytes, monkeypatch
         ref_backprop_filter(x, g, w_shape, **params), atol=1e-12)
 
 
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_an_empty_batch_gives_empty_results_and_a_zero_filter_gradient(kernels, case):
+    x_shape, w_shape, strides, padding, dilations, groups = CONV_CASES[case]
+    params = dict(strides=strides, padding=padding, dilations=dilations, groups=groups)
+    x, w = np.zeros((0,) + x_shape[1:]), RNG.standard_normal(w_shape)
+    y = _call(kernels, "conv", x, w, **params)
+    assert y.shape == (0,) + ref_conv(np.zeros((1,) + x_shape[1:]), w, **params).shape[1:]
+    dx = _call(kernels, "conv_backprop_input", y, w, input_shape=x.shape, **params)
+    dw = _call(kernels, "conv_backprop_filter", x, y, filter_shape=w_shape, **params)
+    assert dx.shape == x.shape and dw.shape == w_shape and not dw.any()
+
+
 @pytest.mark.parametrize("case", ["rows_same", "grey", "strided", "groups", "pointwise"])
 def test_float32_convolutions_stay_float32(kernels, case):
     x_shape, w_shape, strides, padding, dilations, groups = CONV_CASES[case]
