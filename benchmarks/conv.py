@@ -3,22 +3,38 @@
 Shapes are LeNet-5's two convolutions and ResNet-56's three stages, batch 128,
 float32, NHWC for s4tf. PyTorch (when importable) runs the same convolution
 twice, in NCHW contiguous and in channels-last memory format, and the faster of
-the two is the baseline. Prints one JSON object; ratios are s4tf / PyTorch
-(below 1 means s4tf is faster).
+the two is the baseline. Prints one JSON object: per shape the best times
+and ``ratio_*``, time of s4tf / time of PyTorch (below 1 means s4tf is
+faster), and over all shapes the geometric means of those
+(``geomean_ratio_*``) and of the throughput ratios, PyTorch's time / s4tf's
+(``geomean_throughput_*``, above 1 means s4tf is faster).
+
+``--threads N`` gives both sides N threads: NumPy's OpenBLAS
+(``OPENBLAS_NUM_THREADS``, set before NumPy loads) and PyTorch's intra-op
+threads. Without it, PyTorch takes the OpenBLAS setting in force, or its own
+default.
 
 Run: ``python benchmarks/conv.py [--repeats N] [--threads N]``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import time
+import os
+import sys
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from side_by_side import blas_threads  # noqa: E402
 
-import s4tf
+BLAS_THREADS = blas_threads(sys.argv)
+
+import argparse  # noqa: E402  (OPENBLAS_NUM_THREADS must be set before NumPy loads)
+import json  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import s4tf  # noqa: E402
 
 SHAPES = [  # name, input NHWC, filter HWIO, padding
     ("lenet_conv1", (128, 28, 28, 1), (5, 5, 1, 6), "same"),
@@ -86,14 +102,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=0,
-                        help="PyTorch intra-op threads (0: PyTorch's default)")
+                        help="threads of both sides: OpenBLAS and PyTorch (0: their defaults)")
     args = parser.parse_args()
     try:
         import torch
-    except ImportError:
-        torch = None
-    if torch is not None and args.threads:
-        torch.set_num_threads(args.threads)
+    except ImportError as error:
+        torch, skipped = None, f"skipped: PyTorch is not installed ({error})"
+    threads = args.threads or int(os.environ.get("OPENBLAS_NUM_THREADS", "0"))
+    if torch is not None and threads:
+        torch.set_num_threads(threads)
     rng = np.random.default_rng(0)
     results = []
     for name, x_shape, w_shape, padding in SHAPES:
@@ -117,14 +134,17 @@ def main() -> None:
         "numpy": np.__version__,
         "torch": getattr(torch, "__version__", None),
         "torch_threads": torch.get_num_threads() if torch is not None else None,
+        "openblas_threads": BLAS_THREADS,
+        "peer": f"PyTorch {torch.__version__}" if torch is not None else skipped,
         "machine": platform.machine(),
         "repeats": args.repeats,
         "results": results,
     }
     if torch is not None:
         for kind in ("forward", "forward_backward"):
-            ratios = [r[f"ratio_{kind}"] for r in results]
-            report[f"geomean_ratio_{kind}"] = round(float(np.exp(np.mean(np.log(ratios)))), 3)
+            mean = float(np.exp(np.mean(np.log([r[f"ratio_{kind}"] for r in results]))))
+            report[f"geomean_ratio_{kind}"] = round(mean, 3)
+            report[f"geomean_throughput_{kind}"] = round(1 / mean, 3)
     print(json.dumps(report, indent=2))
 
 

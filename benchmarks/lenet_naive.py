@@ -11,10 +11,10 @@ programmer would: im2col as one strided-view copy and one GEMM per
 convolution, the forward's columns kept for the filter gradient, col2im as one
 GEMM and one strided add per window offset, pools as strided slices, SGD in place.
 
-The two step functions run interleaved (one s4tf step, one NumPy step, ...),
-so both see the same background load; each run reports the median step time
-of each side and their throughput ratio (s4tf / NumPy; above 1 means s4tf is
-faster). ``--runs`` repeats that, and ``ratio_range`` gives the spread.
+The two step functions take turns (:mod:`side_by_side`), so both see the same
+background load; each run reports the median step time of each side and their
+throughput ratio (s4tf / NumPy; above 1 means s4tf is faster). ``--runs``
+repeats that, and ``ratio_range`` gives the spread.
 
 BLAS threads: both sides run on NumPy's OpenBLAS, so they share one setting,
 ``OPENBLAS_NUM_THREADS`` (``--threads`` sets it before NumPy loads; the JSON
@@ -28,23 +28,12 @@ from __future__ import annotations
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from side_by_side import arguments, blas_threads, compare  # noqa: E402
 
-def _blas_threads(argv) -> str:
-    """Apply ``--threads N`` before NumPy is imported (OpenBLAS reads it once, at load)."""
-    for i, arg in enumerate(argv):
-        if arg == "--threads" and i + 1 < len(argv):
-            os.environ["OPENBLAS_NUM_THREADS"] = argv[i + 1]
-        elif arg.startswith("--threads="):
-            os.environ["OPENBLAS_NUM_THREADS"] = arg.partition("=")[2]
-    return os.environ.get("OPENBLAS_NUM_THREADS", "OpenBLAS default (all cores)")
+BLAS_THREADS = blas_threads(sys.argv)
 
-
-BLAS_THREADS = _blas_threads(sys.argv)
-
-import argparse  # noqa: E402  (OPENBLAS_NUM_THREADS must be set before NumPy loads)
-import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import json  # noqa: E402  (OPENBLAS_NUM_THREADS must be set before NumPy loads)
 
 import numpy as np  # noqa: E402
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
@@ -162,26 +151,9 @@ class S4TFLeNet:
         return float(loss)
 
 
-def interleaved_run(sides: dict, steps: int) -> dict:
-    """Median seconds per step of each side, the sides taking turns step by step."""
-    times = {name: [] for name in sides}
-    for _ in range(steps):
-        for name, step in sides.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per side and run")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--threads", default=None,
-                        help="OPENBLAS_NUM_THREADS for both sides (read before NumPy loads)")
-    args = parser.parse_args()
-
+    args = arguments(__doc__.splitlines()[0], batch=128, steps=20,
+                     threads="OPENBLAS_NUM_THREADS for both sides (read before NumPy loads)")
     rng = np.random.default_rng(0)
     images = rng.uniform(size=(args.batch, 28, 28, 1)).astype(np.float32)
     labels = rng.integers(0, 10, size=args.batch).astype(np.int32)
@@ -193,25 +165,18 @@ def main() -> None:
     mine = S4TFLeNet(model)
     # Same weights, same batch: the first steps' losses agree, so both do the same work.
     first = {"s4tf": mine.step(x, y), "numpy": reference.step(images, labels)}
-    sides = {"s4tf": lambda: mine.step(x, y), "numpy": lambda: reference.step(images, labels)}
-    interleaved_run(sides, 2)  # warm-up
-    runs = []
-    for _ in range(args.runs):
-        medians = interleaved_run(sides, args.steps)
-        runs.append({"s4tf_ms_per_step": round(1e3 * medians["s4tf"], 2),
-                     "numpy_ms_per_step": round(1e3 * medians["numpy"], 2),
-                     "ratio": round(medians["numpy"] / medians["s4tf"], 3)})
-    ratios = [run["ratio"] for run in runs]
+    timings = compare(lambda: mine.step(x, y), lambda: reference.step(images, labels),
+                      steps=args.steps, runs=args.runs)
     print(json.dumps({
         "benchmark": "lenet_naive_step",
+        "peer": "hand-written NumPy im2col LeNet-5 (NumPyLeNet)",
         "batch": args.batch,
         "steps_per_run": args.steps,
         "openblas_threads": BLAS_THREADS,
         "numpy": np.__version__,
         "first_loss": {name: round(value, 5) for name, value in first.items()},
-        "runs": runs,
-        "ratio_range": [min(ratios), max(ratios)],
-        "ratio_means": "examples/s of s4tf naive / examples/s of the NumPy im2col LeNet",
+        **timings,
+        "ratio_means": "examples/s of s4tf naive / examples/s of the peer",
     }, indent=2))
 
 

@@ -19,6 +19,7 @@ __all__ = ["Backend", "backend", "barrier", "get_backend", "get_backend_object",
 
 BACKEND_NAMES = ("naive", "cupy", "xla")
 _EXTRAS = {"cupy": ("cupy", "cuda"), "xla": ("jax", "xla")}
+# Every backend is a folder with the same file names; its BACKEND is in backend.py.
 _MODULES = {name: f"s4tf.backends.{name}.backend" for name in BACKEND_NAMES}
 
 _loaded: dict[str, Backend] = {}
@@ -115,6 +116,8 @@ def get_backend_object(name: str) -> Backend:
                 module = importlib.import_module(_MODULES[name])
             except ImportError as error:
                 package, extra = _EXTRAS.get(name, (name, name))
+                if not (getattr(error, "name", None) or "").startswith(package):
+                    raise  # not the extra package missing: s4tf's own import failed
                 raise ImportError(
                     f"The s4tf backend {name!r} needs the package {package!r}, which could not "
                     f"be imported ({error}). Install it with: pip install 's4tf[{extra}]'"

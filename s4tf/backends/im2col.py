@@ -4,7 +4,7 @@ im2col turns a convolution into a GEMM: one row per output pixel, one column
 per (window offset, input channel), each entry the input under that offset.
 The blocks are copied from strided *views* of the input, a batch chunk at a
 time, into one buffer reused for every chunk (so it stays in cache and is not
-allocated again), in one of two layouts:
+allocated again), in one of three layouts:
 
 * pixel-major, ``(pixels, offsets * channels)``: one copy of the view
   ``(images, *out, *window, channels)`` of the channels-last input. The copy
@@ -13,6 +13,9 @@ allocated again), in one of two layouts:
   copy per window offset from a channels-first copy of the input, moving runs
   of a whole output row: best for few channels, and each channel group's
   columns are one matrix.
+* rows (:func:`rows`, 2-D only): the window's last axis only, for every
+  padded input row, so that a convolution with unit stride down the image is
+  one GEMM per filter row over shifted slices: a third of the copying (3x3).
 
 Examples
 --------

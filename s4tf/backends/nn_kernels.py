@@ -29,10 +29,10 @@ columns). A 2-D forward convolution with unit stride down the image copies
 only the window's last axis (:func:`im2col.rows`, a third of the copying for
 3x3) and adds one GEMM per filter row. Each GEMM reads its layout without a
 copy (BLAS's transposed operands). The input gradient with unit strides and a
-small border is the forward kernel on the cotangent with the flipped filter;
-otherwise it is col2im: per chunk one GEMM (per window offset, in a single
-batched call, when the pieces must be dense for their adds) and one strided
-add per window offset.
+border that does not dwarf the cotangent is the forward kernel on the
+cotangent with the flipped filter; otherwise it is col2im: per chunk one GEMM
+(one per window offset when the pieces must be dense for their adds) and one
+strided add per window offset.
 
 Pools (:mod:`.pool_kernels`) loop over the window offsets, never over pixels.
 
@@ -50,6 +50,10 @@ from .pool_kernels import PoolKernels
 from .windows import conv_output_shape, full_key, offset_keys, padded_shape, size
 
 __all__ = ["NNKernels", "conv_output_shape"]
+
+#: The input gradient runs as a forward convolution of the cotangent (flipped
+#: filter) while its padded cotangent has at most this many times its pixels.
+FLIPPED_MAX_GROWTH = 4
 
 #: BLAS-native dtypes: GEMMs write their results straight into the output buffer.
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
@@ -145,7 +149,7 @@ class NNKernels(PoolKernels):
         height, width = x.shape[1] + sum(padding[0]), out_spatial[1]
         pixels, step = size(out_spatial), dilations[0] * width
         taps = w.reshape(w.shape[0], -1, w.shape[-1])  # (filter rows, row taps * C, O)
-        outputs = y.reshape(x.shape[0], pixels, -1)
+        outputs = y.reshape(x.shape[0], pixels, w.shape[-1])
         scratch = None
         for start, stop, cols in im2col.rows(xp, x, out_spatial, w.shape[:-2], strides, padding,
                                              dilations):
@@ -173,10 +177,11 @@ class NNKernels(PoolKernels):
         full = tuple((e - 1 - lo, e - 1 - hi) for e, (lo, hi) in zip(extents, padding, strict=True))
         grown = size([o + a + b for o, (a, b) in zip(out_spatial, full, strict=True)])
         if (groups == 1 and all(s == 1 for s in strides) and all(a >= 0 and b >= 0 for a, b in full)
-                and grown <= 2 * size(out_spatial)
-                and not im2col.offset_major(input_shape[-1], g.itemsize)):
-            # Unit strides and a small border: a "full" correlation of g with the
-            # flipped, in/out-swapped filter, through the forward kernel.
+                and grown <= FLIPPED_MAX_GROWTH * size(out_spatial)):
+            # Unit strides and a border that does not dwarf g: a "full" correlation of
+            # g with the flipped, in/out-swapped filter, through the forward kernel.
+            # Its GEMMs multiply some zeros, but read their columns without the
+            # strided adds of col2im, which cost more on CPUs up to this growth.
             flipped = xp.flip(w, axis=tuple(range(len(window)))).swapaxes(-1, -2)
             return self.conv(g, xp.ascontiguousarray(flipped), strides=strides,
                              padding=full, dilations=dilations, groups=1)
@@ -189,8 +194,8 @@ class NNKernels(PoolKernels):
         :func:`im2col.columns` would lay out the input), one GEMM gives every
         offset's columns and the adds run along image rows into a
         channels-first buffer, transposed back once at the end. Otherwise one
-        batched call gives each offset's piece dense, ``(images, *out, C)``,
-        and the adds run along whole rows of pixels and channels.
+        GEMM per offset gives its piece dense, ``(images, *out, C)``, and the
+        adds run along whole rows of pixels and channels.
         """
         xp = self.xp
         window, out_spatial = w.shape[:-2], g.shape[1:-1]
@@ -201,6 +206,7 @@ class NNKernels(PoolKernels):
         filters = self._grouped_filter(w, groups)  # (groups, taps * C_in/groups, O/groups)
         grads = self._grouped_rows(g, groups)  # (groups, rows, O/groups)
         channels_first = groups > 1 or im2col.offset_major(channels, g.itemsize)
+        per_tap = w.reshape(taps, channels, -1).swapaxes(1, 2) if not channels_first else None
         shape = (channels, batch) + padded if channels_first else (batch,) + padded + (channels,)
         buffer = xp.zeros(shape, dtype=xp.result_type(g, w))
         for start, stop in im2col.chunks(batch, rows * taps * channels * g.itemsize):
@@ -213,12 +219,11 @@ class NNKernels(PoolKernels):
                     piece = part[:, tap].reshape((channels, images) + out_spatial)
                     target[(slice(None), slice(None)) + key] += piece
             else:
-                part = self._mm(grads[0, block][None], filters[0].reshape(taps, channels, -1)
-                                .swapaxes(1, 2))  # (taps, O, C) -> (taps, rows, C)
-                part = part.reshape((taps, images) + out_spatial + (channels,))
                 target = buffer[start:stop]
-                for tap, key in enumerate(keys):
-                    target[full_key(key)] += part[tap]
+                for tap, key in enumerate(keys):  # one BLAS call each (a broadcast
+                    # stacked matmul would not call BLAS at all)
+                    piece = self._mm(grads[0, block], per_tap[tap])
+                    target[full_key(key)] += piece.reshape((images,) + out_spatial + (channels,))
         inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(padding, input_shape[1:-1], strict=True))
         if channels_first:
             return xp.ascontiguousarray(xp.moveaxis(buffer[(slice(None), slice(None)) + inner], 0, -1))

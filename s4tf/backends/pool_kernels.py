@@ -3,7 +3,8 @@
 A mixin of :class:`s4tf.backends.nn_kernels.NNKernels` (same conventions:
 channels-last data, one ``(before, after)`` padding pair per spatial axis,
 static keyword arguments). Each kernel loops over the few window offsets,
-never over pixels; each step is one vectorized operation on strided views.
+never over pixels; each step is one vectorized operation on strided views,
+over a batch chunk small enough to stay in cache from one offset to the next.
 The eager kernels never copy the input into a padded buffer: for each offset
 they work on the box of outputs whose window element is inside the input
 (:func:`~s4tf.backends.windows.offset_boxes`), which is what padding with the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .im2col import chunks
 from .windows import (
     conv_output_shape,
     covers_once,
@@ -31,6 +33,7 @@ from .windows import (
     offset_boxes,
     offset_keys,
     padded_shape,
+    size,
 )
 
 __all__ = ["PoolKernels"]
@@ -51,39 +54,53 @@ class PoolKernels:
             return -np.inf
         return self.xp.iinfo(dtype).min
 
+    @staticmethod
+    def _chunks(shape, itemsize):
+        """Image ranges of about :data:`im2col.CHUNK_BYTES` of input each.
+
+        Each window offset's pass over a chunk finds it still in cache from the
+        pass before, instead of reading the whole batch from memory again.
+        """
+        return chunks(shape[0], size(shape[1:]) * itemsize)
+
     def _fold(self, x, window, strides, padding, ufunc, neutral):
         """``ufunc`` folded over each window of ``x``; padding counts as ``neutral``."""
         out_spatial, boxes = self._pool_geometry(x.shape, window, strides, padding)
-        shape = (x.shape[0],) + out_spatial + (x.shape[-1],)
+        out = self.xp.empty((x.shape[0],) + out_spatial + (x.shape[-1],), dtype=x.dtype)
         whole = [box for box in boxes if all(
             s.start == 0 and s.stop == n for s, n in zip(box[0], out_spatial, strict=True))]
-        if whole:  # an offset every window reads inside the input starts the fold
-            first = whole[0]
-            out = self.xp.array(x[full_key(first[1])], copy=True)
-            boxes = [box for box in boxes if box is not first]
-        else:
-            out = self.xp.full(shape, neutral, dtype=x.dtype)
-        for out_key, in_key in boxes:
-            region = out[full_key(out_key)]
-            ufunc(region, x[full_key(in_key)], out=region)
+        first = whole[0] if whole else None  # an offset every window reads inside the input
+        for start, stop in self._chunks(x.shape, x.itemsize):
+            images, folded = x[start:stop], out[start:stop]
+            if first is None:
+                folded.fill(neutral)
+            else:
+                folded[...] = images[full_key(first[1])]
+            for box in boxes:
+                if box is not first:
+                    region = folded[full_key(box[0])]
+                    ufunc(region, images[full_key(box[1])], out=region)
         return out
 
     def _spread(self, g, input_shape, window, strides, padding, pieces):
         """An ``input_shape`` array with ``pieces`` added into the input box of each offset.
 
-        ``pieces`` yields one array per offset box (in order), shaped as that
-        box's outputs. Windows that tile the input assign instead of adding.
+        ``pieces(boxes, start, stop)`` yields, for images ``start:stop``, one
+        array per offset box (in order), shaped as that box's outputs. Windows
+        that tile the input assign instead of adding.
         """
         out_spatial, boxes = self._pool_geometry(input_shape, window, strides, padding)
         tiles = covers_once(input_shape[1:-1], window, strides, padding, out_spatial)
         disjoint = all(s >= k for s, k in zip(strides, window, strict=True))
         dx = (self.xp.empty if tiles else self.xp.zeros)(input_shape, dtype=g.dtype)
-        for (_, in_key), piece in zip(boxes, pieces(boxes), strict=True):
-            if disjoint:
-                dx[full_key(in_key)] = piece
-            else:
-                region = dx[full_key(in_key)]
-                self.xp.add(region, piece, out=region)
+        for start, stop in self._chunks(input_shape, g.itemsize):
+            spread = dx[start:stop]
+            for (_, in_key), piece in zip(boxes, pieces(boxes, start, stop), strict=True):
+                if disjoint:
+                    spread[full_key(in_key)] = piece
+                else:
+                    region = spread[full_key(in_key)]
+                    self.xp.add(region, piece, out=region)
         return dx
 
     # Max pooling -------------------------------------------------------------
@@ -137,16 +154,22 @@ class PoolKernels:
         each ``g`` added at the first maximum of ``x`` in its window.
         """
         xp = self.xp
-        best = self.max_pool(x, window=window, strides=strides, padding=padding)
-        taken = xp.zeros(best.shape, dtype=bool)
 
-        def pieces(boxes):
+        def pieces(boxes, start, stop):
+            images, grads = x[start:stop], g[start:stop]
+            best = self.max_pool(images, window=window, strides=strides, padding=padding)
+            # Scratch for every offset's mask and product (new arrays each time would
+            # be fresh pages for the kernel to fault in, offset after offset).
+            taken, hits = xp.zeros(best.shape, dtype=bool), xp.empty(best.shape, dtype=bool)
+            products = xp.empty(best.shape, dtype=g.dtype)
             for out_key, in_key in boxes:
-                hit = xp.equal(x[full_key(in_key)], best[full_key(out_key)])
-                seen = taken[full_key(out_key)]
+                key = full_key(out_key)
+                hit, seen, product = hits[key], taken[key], products[key]
+                xp.equal(images[full_key(in_key)], best[key], out=hit)
                 xp.greater(hit, seen, out=hit)  # hit and not seen: the first maximum only
                 xp.logical_or(seen, hit, out=seen)
-                yield xp.multiply(g[full_key(out_key)], hit)
+                xp.multiply(grads[key], hit, out=product)
+                yield product  # used before the next offset overwrites it
 
         return self._spread(g, x.shape, window, strides, padding, pieces)
 
@@ -164,7 +187,7 @@ class PoolKernels:
 
         ``g``: ``(N, *out, C)``; returns an array of ``input_shape``.
         """
-        def pieces(boxes):
-            return (g[full_key(out_key)] for out_key, _ in boxes)
+        def pieces(boxes, start, stop):
+            return (g[start:stop][full_key(out_key)] for out_key, _ in boxes)
 
         return self._spread(g, input_shape, window, strides, padding, pieces)

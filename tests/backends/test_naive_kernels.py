@@ -23,7 +23,8 @@ def _awkward(dtype, shape):
 
 def _same_bits(got, want):
     assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(np.atleast_1d(got).view(np.uint8),
+                                  np.atleast_1d(want).view(np.uint8))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
@@ -62,3 +63,32 @@ def test_relu_uses_it_and_stays_exact():
     with s4tf.backend("naive"):
         out = s4tf.relu(s4tf.Tensor(x)).numpy()
     _same_bits(out, np.where(x > 0, x, np.float32(0)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("axis", [(0,), (0, 1), (0, 1, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_leading_axis_sums_match_numpy(dtype, axis, keepdims):
+    x = _awkward(dtype, (8, 16, 12, 5))
+    x.reshape(-1)[:5] = 1.0  # no NaN here: finite sums to compare
+    got = KERNELS.reduce_sum(x, axis=axis, keepdims=keepdims)
+    want = np.sum(x.astype(np.float64), axis=axis, keepdims=keepdims)
+    assert got.dtype == dtype and got.shape == want.shape
+    tolerance = 1e-4 if dtype == np.float32 else 1e-11  # sums of up to 1536 normal draws
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
+
+
+def test_leading_axis_sums_propagate_nan_and_infinity():
+    x = np.ones((64, 80, 3))
+    x[5, 7, 0], x[9, 1, 1], x[2, 2, 2], x[3, 3, 2] = np.nan, np.inf, np.inf, -np.inf
+    with np.errstate(invalid="ignore"):  # inf - inf, as np.sum warns too
+        got = KERNELS.reduce_sum(x, axis=(0, 1), keepdims=False)
+    assert np.isnan(got[0]) and got[1] == np.inf and np.isnan(got[2])
+
+
+def test_other_sums_are_numpy_sums():
+    x = RNG.standard_normal((40, 50, 3))
+    for axis in [(1,), (2,), (1, 2), (0, 1, 2)]:
+        _same_bits(KERNELS.reduce_sum(x, axis=axis, keepdims=False), np.sum(x, axis=axis))
+    ints = RNG.integers(0, 9, size=(100, 60))
+    _same_bits(KERNELS.reduce_sum(ints, axis=(0,), keepdims=True), np.sum(ints, 0, keepdims=True))

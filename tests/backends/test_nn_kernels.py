@@ -53,49 +53,46 @@ def _inside(pos, spatial):
     return all(0 <= p < n for p, n in zip(pos, spatial, strict=True))
 
 
-def ref_conv(x, w, strides, padding, dilations, groups):
-    window, spatial = w.shape[:-2], x.shape[1:-1]
-    out = _geometry(spatial, window, strides, padding, dilations)
-    cg, og = w.shape[-2], w.shape[-1] // groups
-    y = np.zeros((x.shape[0],) + out + (w.shape[-1],))
+def _pairs(out, window, spatial, strides, padding, dilations, channels_in, channels_out, groups):
+    """Every (output index, input index, filter index) the convolution multiplies, per group.
+
+    Indices are tuples for the whole array, channel slices included: the
+    output's ``(all, *o, group's outputs)``, the input's ``(all, *pos,
+    group's inputs)``, the filter's ``(*k, all, group's outputs)``.
+    """
+    cg, og = channels_in // groups, channels_out // groups
+    everything = slice(None)
     for o in np.ndindex(*out):
         for k in np.ndindex(*window):
             pos = _reads(o, k, strides, padding, dilations)
             if _inside(pos, spatial):
-                for g in range(groups):
-                    y[(slice(None),) + o + (slice(g * og, (g + 1) * og),)] += (
-                        x[(slice(None),) + pos + (slice(g * cg, (g + 1) * cg),)]
-                        @ w[k][:, g * og:(g + 1) * og])
+                for j in range(groups):
+                    ins, outs = slice(j * cg, (j + 1) * cg), slice(j * og, (j + 1) * og)
+                    yield (everything,) + o + (outs,), (everything,) + pos + (ins,), k + (everything, outs)
+
+
+def ref_conv(x, w, strides, padding, dilations, groups):
+    out = _geometry(x.shape[1:-1], w.shape[:-2], strides, padding, dilations)
+    y = np.zeros((x.shape[0],) + out + (w.shape[-1],))
+    for at_y, at_x, at_w in _pairs(out, w.shape[:-2], x.shape[1:-1], strides, padding, dilations,
+                                   x.shape[-1], w.shape[-1], groups):
+        y[at_y] += x[at_x] @ w[at_w]
     return y
 
 
 def ref_backprop_input(g, w, input_shape, strides, padding, dilations, groups):
-    window, spatial = w.shape[:-2], input_shape[1:-1]
-    cg, og = w.shape[-2], w.shape[-1] // groups
     dx = np.zeros(input_shape)
-    for o in np.ndindex(*g.shape[1:-1]):
-        for k in np.ndindex(*window):
-            pos = _reads(o, k, strides, padding, dilations)
-            if _inside(pos, spatial):
-                for j in range(groups):
-                    dx[(slice(None),) + pos + (slice(j * cg, (j + 1) * cg),)] += (
-                        g[(slice(None),) + o + (slice(j * og, (j + 1) * og),)]
-                        @ w[k][:, j * og:(j + 1) * og].T)
+    for at_g, at_x, at_w in _pairs(g.shape[1:-1], w.shape[:-2], input_shape[1:-1], strides,
+                                   padding, dilations, input_shape[-1], w.shape[-1], groups):
+        dx[at_x] += g[at_g] @ w[at_w].T
     return dx
 
 
 def ref_backprop_filter(x, g, filter_shape, strides, padding, dilations, groups):
-    window, spatial = filter_shape[:-2], x.shape[1:-1]
-    cg, og = filter_shape[-2], filter_shape[-1] // groups
     dw = np.zeros(filter_shape)
-    for o in np.ndindex(*g.shape[1:-1]):
-        for k in np.ndindex(*window):
-            pos = _reads(o, k, strides, padding, dilations)
-            if _inside(pos, spatial):
-                for j in range(groups):
-                    dw[k + (slice(None), slice(j * og, (j + 1) * og))] += (
-                        x[(slice(None),) + pos + (slice(j * cg, (j + 1) * cg),)].T
-                        @ g[(slice(None),) + o + (slice(j * og, (j + 1) * og),)])
+    for at_g, at_x, at_w in _pairs(g.shape[1:-1], filter_shape[:-2], x.shape[1:-1], strides,
+                                   padding, dilations, x.shape[-1], filter_shape[-1], groups):
+        dw[at_w] += x[at_x].T @ g[at_g]
     return dw
 
 
@@ -149,6 +146,18 @@ def test_convolution_kernels_match_loops(kernels, case, chunk_bytes, monkeypatch
     np.testing.assert_allclose(
         _call(kernels, "conv_backprop_filter", x, g, filter_shape=w_shape, **params),
         ref_backprop_filter(x, g, w_shape, **params), atol=1e-12)
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_an_empty_batch_gives_empty_results_and_a_zero_filter_gradient(kernels, case):
+    x_shape, w_shape, strides, padding, dilations, groups = CONV_CASES[case]
+    params = dict(strides=strides, padding=padding, dilations=dilations, groups=groups)
+    x, w = np.zeros((0,) + x_shape[1:]), RNG.standard_normal(w_shape)
+    y = _call(kernels, "conv", x, w, **params)
+    assert y.shape == (0,) + ref_conv(np.zeros((1,) + x_shape[1:]), w, **params).shape[1:]
+    dx = _call(kernels, "conv_backprop_input", y, w, input_shape=x.shape, **params)
+    dw = _call(kernels, "conv_backprop_filter", x, y, filter_shape=w_shape, **params)
+    assert dx.shape == x.shape and dw.shape == w_shape and not dw.any()
 
 
 @pytest.mark.parametrize("case", ["rows_same", "grey", "strided", "groups", "pointwise"])
@@ -233,8 +242,10 @@ def ref_pools(x, g, window, strides, padding):
     return maxima, scattered, sums, spread
 
 
+@pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
 @pytest.mark.parametrize("case", sorted(POOL_CASES))
-def test_pooling_kernels_match_loops(kernels, case):
+def test_pooling_kernels_match_loops(kernels, case, chunk_bytes, monkeypatch):
+    monkeypatch.setattr(im2col, "CHUNK_BYTES", chunk_bytes)
     shape, window, strides, padding = POOL_CASES[case]
     # Small integers: many ties, so the first-maximum rule is exercised.
     x = RNG.integers(0, 4, size=shape).astype(np.float64)
@@ -274,3 +285,45 @@ def test_pool_outputs_are_new_arrays(kernels):
                                      padding=((0, 0), (0, 0)))
         out[...] = -1
         assert (given.get() if hasattr(given, "get") else given).tolist() == x.tolist()
+
+
+# --- finite differences through the ops, float64 -----------------------------------------
+
+def _tensor(*shape):
+    import s4tf
+
+    return s4tf.Tensor(RNG.standard_normal(shape), dtype=s4tf.float64)
+
+
+GRADIENT_CASES = {  # conv2d arguments: input shape, filter shape, strides, padding, dilations
+    "grey_same": ((2, 5, 6, 1), (3, 3, 1, 2), 1, "same", 1),
+    "rows_even_kernel_same": ((1, 6, 5, 3), (4, 2, 3, 2), 1, "same", 1),
+    "rows_dilated": ((1, 7, 6, 2), (2, 3, 2, 3), 1, "valid", (2, 1)),
+    "stride_beyond_kernel": ((2, 7, 8, 3), (2, 2, 3, 2), 3, "same", 1),
+    "pointwise": ((2, 3, 4, 5), (1, 1, 5, 3), 1, "valid", 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRADIENT_CASES))
+def test_convolution_paths_pass_finite_differences(case):
+    import s4tf
+    from s4tf.testing import check_gradients
+
+    x_shape, w_shape, strides, padding, dilations = GRADIENT_CASES[case]
+    check_gradients(lambda x, w: s4tf.nn.conv2d(x, w, strides, padding, dilations),
+                    _tensor(*x_shape), _tensor(*w_shape))
+
+
+def test_depthwise_and_pool_paths_pass_finite_differences():
+    import s4tf
+    from s4tf.testing import check_gradients
+
+    # Channel groups (offset-major columns, channels-first col2im), second order too.
+    check_gradients(lambda x, w: s4tf.nn.depthwise_conv2d(x, w, (2, 1), "same"),
+                    _tensor(2, 5, 5, 3), _tensor(3, 2, 3, 2), order=2)
+    # Pools: overlapping windows with padding (adds), tiling windows (assignments).
+    x = s4tf.Tensor(RNG.permutation(2 * 7 * 6 * 2).reshape(2, 7, 6, 2) / 10.0,
+                    dtype=s4tf.float64)  # distinct values: no ties for differences to cross
+    check_gradients(lambda x: s4tf.nn.max_pool2d(x, 3, 2, "same"), x)
+    check_gradients(lambda x: s4tf.nn.avg_pool2d(x, 3, 2, "same"), x)
+    check_gradients(lambda x: s4tf.nn.avg_pool2d(x, 2, 2), x[:, :6])

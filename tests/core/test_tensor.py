@@ -119,8 +119,8 @@ def test_incompatible_shapes_name_the_op_and_both_shapes():
 
 
 def test_mixing_backends_names_both():
-    from s4tf.backends.base import Backend
     from s4tf.backends.array_module_backend import ArrayModuleBackend
+    from s4tf.backends.base import Backend
 
     # A second eager backend over NumPy stands in for cupy (no GPU here).
     other = ArrayModuleBackend("cupy", np)
