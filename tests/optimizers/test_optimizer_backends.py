@@ -84,6 +84,7 @@ def test_state_dict_from_one_backend_loads_on_another():
     np.testing.assert_allclose(weights.w.numpy(), want_w, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore::s4tf.optimizers.CopiedUpdateWarning")  # a list model, on purpose
 def test_a_gradient_on_another_backend_is_moved_to_the_parameters():
     pytest.importorskip("jax")
     with s4tf.backend("xla"):
