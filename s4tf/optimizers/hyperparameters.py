@@ -105,11 +105,13 @@ class Hyperparameter:
         return value if self.saved else bool(value)
 
 
-def hyperparameter(default: float, *, check=number):
+def hyperparameter(default: float, *, check=None):
     """Declare a numeric hyperparameter with its default and its check.
 
-    ``check(owner, name, value)`` raises when ``value`` is not allowed; it runs
-    at construction (after :func:`number`).
+    Every hyperparameter must be a real number (:func:`number`); ``check``
+    (optional: :func:`non_negative`, :func:`unit_interval` or your own
+    ``check(owner, name, value)``) then raises when ``value`` is not allowed.
+    Both run at construction.
 
     Examples
     --------

@@ -86,9 +86,11 @@ class Optimizer:
         owner = type(self).__name__
         for name in self.hyperparameters:
             if hasattr(self, name):
+                value = getattr(self, name)
+                number(owner, name, value)
                 field = self._fields.get(name)
-                check = number if field is None else field.check
-                check(owner, name, getattr(self, name))
+                if field is not None and field.check is not None:
+                    field.check(owner, name, value)
         leaves, _ = tree_flatten(model, differentiable=True)
         if not leaves:
             raise TypeError(
@@ -256,8 +258,9 @@ class Optimizer:
             if in_place:
                 param, grad = leaf._data, grad._data
                 if packed is not None and packable(param, grad):
-                    for queue, item in zip(packed, (i, param, grad), strict=True):
-                        queue.append(item)
+                    packed[0].append(i)
+                    packed[1].append(param)
+                    packed[2].append(grad)
                 else:
                     run(self.update_parameter, param, grad,
                         {name: t._data for name, t in slots.items()}, constants)

@@ -231,6 +231,7 @@ def _reference(name, bug=None):
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.filterwarnings("ignore::s4tf.optimizers.CopiedUpdateWarning")  # a list model, on purpose
 def test_rule_matches_swift_reference(name, backend):
     cls, kwargs, _, steps, _ = CASES[name]
     model = [s4tf.Tensor(P0, dtype=s4tf.float64), F0]

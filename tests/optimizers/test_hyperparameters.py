@@ -90,6 +90,21 @@ def test_a_hyperparameter_restored_from_a_state_dict_overrides_the_constructor()
     assert opt.weight_decay == pytest.approx(0.3)
 
 
+def test_an_own_check_runs_after_the_number_check():
+    def odd(owner, name, value):
+        if int(value) % 2 == 0:
+            raise ValueError(f"{owner}: {name} must be odd, got {value!r}.")
+
+    class Odd(optimizers.SGD):
+        window: float = hyperparameter(3, check=odd)
+
+    assert Odd([s4tf.ones([2])], window=5).window == 5
+    with pytest.raises(ValueError, match="Odd: window must be odd, got 4"):
+        Odd([s4tf.ones([2])], window=4)
+    with pytest.raises(TypeError, match="Odd: window must be a number, got '5'"):
+        Odd([s4tf.ones([2])], window="5")
+
+
 def test_checks_name_the_value_and_the_bound():
     with pytest.raises(ValueError, match=r"X: rate must be >= 0, got -0.5\."):
         non_negative("X", "rate", -0.5)

@@ -109,6 +109,7 @@ def test_clip_by_global_norm():
     assert optimizers.clip_by_global_norm(grads, max_norm=10.0) is grads
 
 
+@pytest.mark.filterwarnings("ignore::s4tf.optimizers.CopiedUpdateWarning")  # a list model, on purpose
 def test_sgd_without_momentum_keeps_no_velocity_until_momentum_is_set():
     model = [s4tf.Tensor([1.0, 2.0])]
     opt = optimizers.SGD(model, learning_rate=0.5)

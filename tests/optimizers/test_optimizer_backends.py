@@ -21,6 +21,12 @@ def linear():
     return Linear(s4tf.Tensor(W), s4tf.zeros([3]))
 
 
+def linear_with_adam():
+    """A fresh model and the Adam optimizer every test here trains it with."""
+    model = linear()
+    return model, optimizers.Adam(model, learning_rate=0.05)
+
+
 def loss_of(x, y):
     return lambda m: ((x @ m.w + m.b - y) ** 2).mean()
 
@@ -33,23 +39,23 @@ def train(model, opt, steps):
     return model
 
 
-def reference_weights(steps):
+def assert_trained_like_naive(model, steps, bias=True):
+    """``model``'s weights are those ``steps`` Adam steps give on the naive backend."""
     with s4tf.backend("naive"):
-        model = linear()
-        model = train(model, optimizers.Adam(model, learning_rate=0.05), steps)
-        return model.w.numpy(), model.b.numpy()
+        want = linear()
+        want = train(want, optimizers.Adam(want, learning_rate=0.05), steps)
+    np.testing.assert_allclose(model.w.numpy(), want.w.numpy(), rtol=1e-5, atol=1e-6)
+    if bias:
+        np.testing.assert_allclose(model.b.numpy(), want.b.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_state_lives_on_the_parameters_backend(backend):
-    model = linear()
-    opt = optimizers.Adam(model, learning_rate=0.05)
+    model, opt = linear_with_adam()
     model = train(model, opt, 3)
     assert {t.backend for slots in opt._state for t in slots.values()} == {backend}
     state = opt.state_dict()
     assert all(type(v) is np.ndarray for v in state.values())
-    want_w, want_b = reference_weights(3)
-    np.testing.assert_allclose(model.w.numpy(), want_w, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(model.b.numpy(), want_b, rtol=1e-5, atol=1e-6)
+    assert_trained_like_naive(model, 3)
 
 
 @pytest.mark.parametrize("target", ["cupy", "xla"])
@@ -57,22 +63,19 @@ def test_model_moved_after_the_optimizer_was_made_keeps_training(target):
     if target == "xla":
         pytest.importorskip("jax")
     with s4tf.backend("naive"):
-        model = linear()
-        opt = optimizers.Adam(model, learning_rate=0.05)
+        model, opt = linear_with_adam()
         model = train(model, opt, 2)
     with s4tf.backend(target):
         model = train(s4tf.to_backend(model, target), opt, 2)
         assert model.w.backend == target
         assert {t.backend for slots in opt._state for t in slots.values()} == {target}
-    want_w, _ = reference_weights(4)
-    np.testing.assert_allclose(model.w.numpy(), want_w, rtol=1e-5, atol=1e-6)
+    assert_trained_like_naive(model, 4, bias=False)
 
 
 def test_state_dict_from_one_backend_loads_on_another():
     pytest.importorskip("jax")
     with s4tf.backend("xla"):
-        model = linear()
-        opt = optimizers.Adam(model, learning_rate=0.05)
+        model, opt = linear_with_adam()
         model = train(model, opt, 2)
         saved = opt.state_dict()
         weights = s4tf.to_backend(model, "naive")
@@ -80,10 +83,10 @@ def test_state_dict_from_one_backend_loads_on_another():
         resumed = optimizers.Adam(weights, learning_rate=0.05)
         resumed.load_state_dict(saved)
         weights = train(weights, resumed, 2)
-    want_w, _ = reference_weights(4)
-    np.testing.assert_allclose(weights.w.numpy(), want_w, rtol=1e-5, atol=1e-6)
+    assert_trained_like_naive(weights, 4, bias=False)
 
 
+@pytest.mark.filterwarnings("ignore::s4tf.optimizers.CopiedUpdateWarning")  # a list model, on purpose
 def test_a_gradient_on_another_backend_is_moved_to_the_parameters():
     pytest.importorskip("jax")
     with s4tf.backend("xla"):
@@ -110,8 +113,7 @@ def xla_transfers(monkeypatch):
 
 def test_an_adam_step_on_xla_is_one_graph_with_donated_buffers(xla_transfers):
     with s4tf.backend("xla"):
-        model = linear()
-        opt = optimizers.Adam(model, learning_rate=0.05)
+        model, opt = linear_with_adam()
         x, y = s4tf.Tensor(X), s4tf.Tensor(Y)
         for step in range(4):
             s4tf.xla.reset_metrics()
@@ -128,15 +130,13 @@ def test_an_adam_step_on_xla_is_one_graph_with_donated_buffers(xla_transfers):
             # moments went back to XLA for the new values.
             assert xla_transfers == [()]
             assert metrics["donated_buffers"] == 6
-    want_w, want_b = reference_weights(4)
-    np.testing.assert_allclose(model.w.numpy(), want_w, rtol=1e-5, atol=1e-6)
+    assert_trained_like_naive(model, 4, bias=False)
 
 
 def test_a_kept_reference_keeps_its_values_on_xla():
     pytest.importorskip("jax")
     with s4tf.backend("xla"):
-        model = linear()
-        opt = optimizers.Adam(model, learning_rate=0.05)
+        model, opt = linear_with_adam()
         x, y = s4tf.Tensor(X), s4tf.Tensor(Y)
         _, grads = s4tf.value_with_gradient(model, of=loss_of(x, y))
         old = model
@@ -155,17 +155,14 @@ def test_sole_owner_is_updated_in_place_on_every_eager_backend(name):
     # HOW_IT_WORKS: eager backends run the rule in place on the parameter's storage
     # when nobody else can see it; on CuPy too, not only on NumPy arrays.
     with s4tf.backend(name):
-        model = linear()
-        opt = optimizers.Adam(model, learning_rate=0.05)
+        model, opt = linear_with_adam()
         x, y = s4tf.Tensor(X), s4tf.Tensor(Y)
     ids = [id(model.w._data), id(model.b._data)]
     for _ in range(3):
         _, grads = s4tf.value_with_gradient(model, of=loss_of(x, y))
         model = opt.update(model, grads)
         assert [id(model.w._data), id(model.b._data)] == ids
-    want_w, want_b = reference_weights(3)
-    np.testing.assert_allclose(model.w.numpy(), want_w, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(model.b.numpy(), want_b, rtol=1e-5, atol=1e-6)
+    assert_trained_like_naive(model, 3)
     _, grads = s4tf.value_with_gradient(model, of=loss_of(x, y))
     model = model.moved(along=grads * -0.1)
     assert [id(model.w._data), id(model.b._data)] == ids

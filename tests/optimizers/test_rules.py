@@ -187,6 +187,7 @@ def test_learning_rate_can_change_between_steps():
     assert opt.update(x, [1.0])[0] == pytest.approx(1.0 - 0.1 - 0.5)
 
 
+@pytest.mark.filterwarnings("ignore::s4tf.optimizers.CopiedUpdateWarning")  # a list model, on purpose
 def test_float32_parameters_stay_float32():
     model = [s4tf.ones([3])]
     out = optimizers.Adam(model).update(model, [s4tf.ones([3])])
