@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 
 from .. import cow
-from ..autodiff.diagnostics import user_location, user_stacklevel
 from ..tensor import Tensor
+from ..user_frames import user_location, user_stacklevel
 
 __all__ = ["CopiedUpdateWarning", "warn_copied_root"]
 
