@@ -14,7 +14,8 @@ import numpy as np
 from ..creation import ones_like, zeros_like
 from ..ops.tracer import Tracer, innermost, is_float_like, strip
 from ..tensor import Tensor
-from ..tree import _LEAF_DEF, tree_flatten, tree_map
+from ..tree import tree_flatten, tree_map
+from ..tree.flatten import _LEAF_DEF
 from .diagnostics import warn_zero_derivative
 from .forward import ForwardTrace, ForwardTracer
 from .reverse import ReverseTrace, ReverseTracer, backward

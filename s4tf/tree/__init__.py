@@ -20,16 +20,7 @@ above :class:`~s4tf.tensor.Tensor`: the walks dispatch on the registry.
 from __future__ import annotations
 
 from .children import join_path, tree_children, tree_leaf_paths, tree_map_broadcast
-from .flatten import (
-    _LEAF_DEF,  # noqa: F401  (the shared leaf structure: operators compare against it)
-    TreeDef,
-    is_leaf,
-    is_zero,
-    tree_flatten,
-    tree_leaves,
-    tree_map,
-    tree_unflatten,
-)
+from .flatten import TreeDef, is_leaf, is_zero, tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .registry import NodeType, node_type, register_cell, register_node
 
 __all__ = [
