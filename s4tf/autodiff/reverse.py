@@ -158,10 +158,6 @@ class _Cotangents:
         self.values = {}
         self.owned = set()
 
-    def pop(self, node):
-        self.owned.discard(id(node))
-        return self.values.pop(id(node), None)
-
     def add(self, node, value):
         key = id(node)
         current = self.values.get(key)

@@ -289,6 +289,11 @@ def _convert(args, backend, promote):
                 data = backend.kernels.cast(data, dtype=want)
         elif isinstance(arg, np.ndarray):
             data = backend.asarray(arg, target or _dtypes.as_dtype(arg.dtype))
+        elif (type(arg) is float or type(arg) is int) and target is not None and want.kind == "f":
+            # A Python number among IEEE floating operands stays a weak scalar, as in
+            # the two-operand fast path: NumPy keeps the arrays' dtype (not bfloat16's,
+            # an extension type), and no 0-d array is made.
+            data = backend.weak_scalar(arg, want)
         elif isinstance(arg, _PY_SCALARS):
             data = backend.scalar(arg, target or result_dtype([arg]))
         elif arg is None:
