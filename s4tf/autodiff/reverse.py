@@ -268,7 +268,8 @@ def backward(roots, seeds, nodes=None):
                     # and dtype, is stored as it is (no summing, casting or adding).
                     if type(ct) is Tensor and type(arg) is Tensor:
                         have, like = ct._data, arg._data
-                        if (have.shape == like.shape and have.dtype == like.dtype
+                        hd, ld = have.dtype, like.dtype
+                        if (have.shape == like.shape and (hd is ld or hd == ld)
                                 and id(parent) not in values):
                             values[id(parent)] = ct
                             continue
