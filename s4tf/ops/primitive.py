@@ -256,7 +256,10 @@ def result_dtype(args) -> _dtypes.DType:
         elif isinstance(arg, np.ndarray):
             d = _dtypes.as_dtype(arg.dtype)
         else:
-            if isinstance(arg, bool | np.bool_):
+            # A Python float (the common weak scalar) is known before the abc checks.
+            if type(arg) is float:
+                kind = _dtypes.float32
+            elif isinstance(arg, bool | np.bool_):
                 kind = _dtypes.bool_
             elif isinstance(arg, numbers.Integral):
                 kind = _dtypes.int32
