@@ -11,9 +11,12 @@ of tracing and of the backward pass.
 Rounds alternate the two (s4tf, then PyTorch, then s4tf, ...) so both see the
 same machine load; each round's ratio is PyTorch's time per step over s4tf's
 (the ratio of throughputs, s4tf / PyTorch: higher is better, 1.0 is parity).
+Time is this process's CPU time (``time.process_time``): both sides run on one
+thread, and on a shared machine CPU time does not count the time another
+process held the core, which wall-clock time does (``--clock wall`` for it).
 Prints JSON; PyTorch missing gives ``"skipped"`` with the reason.
 
-    python benchmarks/mlp_ad.py [--steps 300] [--rounds 7]
+    python benchmarks/mlp_ad.py [--steps 300] [--rounds 7] [--clock cpu|wall]
 """
 
 from __future__ import annotations
@@ -54,14 +57,15 @@ def _torch_step(torch, model, x, y):
     return step
 
 
-def _seconds_per_step(step, steps: int) -> float:
-    start = time.perf_counter()
+def _seconds_per_step(step, steps: int, clock) -> float:
+    start = clock()
     for _ in range(steps):
         step()
-    return (time.perf_counter() - start) / steps
+    return (clock() - start) / steps
 
 
-def run(steps: int, rounds: int) -> dict:
+def run(steps: int, rounds: int, clock_name: str = "cpu") -> dict:
+    clock = time.process_time if clock_name == "cpu" else time.perf_counter
     s4tf.random.seed(0)
     model = layers.Sequential(
         layers.Dense(WIDTH, WIDTH, activation=s4tf.relu),
@@ -73,12 +77,13 @@ def run(steps: int, rounds: int) -> dict:
     y = s4tf.Tensor(rng.standard_normal((1, WIDTH)).astype(np.float32))
     s4tf_step = _s4tf_step(model, x, y)
     result = {"model": "Dense(64, 64, relu) -> Dense(64, 64, tanh) -> Dense(64, 64), MSE",
-              "batch": 1, "dtype": "float32", "backend": "naive", "steps_per_round": steps}
+              "batch": 1, "dtype": "float32", "backend": "naive", "steps_per_round": steps,
+              "clock": clock_name}
     try:
         import torch
     except ImportError as error:
         result["skipped"] = f"PyTorch is not installed ({error}); nothing to compare against"
-        result["s4tf_us_per_step"] = _seconds_per_step(s4tf_step, steps) * 1e6
+        result["s4tf_us_per_step"] = _seconds_per_step(s4tf_step, steps, clock) * 1e6
         return result
     torch.set_num_threads(1)
     torch_step = _torch_step(torch, model, x, y)
@@ -88,11 +93,11 @@ def run(steps: int, rounds: int) -> dict:
     np.testing.assert_allclose(ours[1].layers[0].weight.numpy(), theirs[1][0].numpy(),
                                rtol=1e-3, atol=1e-5)
     for step in (s4tf_step, torch_step):  # warm up
-        _seconds_per_step(step, max(steps // 10, 1))
+        _seconds_per_step(step, max(steps // 10, 1), clock)
     s4tf_times, torch_times = [], []
     for _ in range(rounds):
-        s4tf_times.append(_seconds_per_step(s4tf_step, steps))
-        torch_times.append(_seconds_per_step(torch_step, steps))
+        s4tf_times.append(_seconds_per_step(s4tf_step, steps, clock))
+        torch_times.append(_seconds_per_step(torch_step, steps, clock))
     ratios = [t / s for s, t in zip(s4tf_times, torch_times, strict=True)]
     result.update({
         "torch": torch.__version__,
@@ -110,8 +115,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300, help="steps per timing round")
     parser.add_argument("--rounds", type=int, default=7, help="alternating rounds")
+    parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
+                        help="process CPU time (default) or wall-clock time")
     args = parser.parse_args()
-    print(json.dumps(run(args.steps, args.rounds), indent=2))
+    print(json.dumps(run(args.steps, args.rounds, args.clock), indent=2))
 
 
 if __name__ == "__main__":

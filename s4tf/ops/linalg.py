@@ -11,7 +11,11 @@ __all__ = ["matmul"]
 def _swap(x):
     """``x`` with its last two axes swapped (a matrix's transpose, batched)."""
     rank = len(shape_of(x))
-    return _transpose(x, perm=tuple(range(rank - 2)) + (rank - 1, rank - 2))
+    perm = _SWAPS.get(rank) or tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    return _transpose(x, perm=perm)
+
+
+_SWAPS = {2: (1, 0), 3: (0, 2, 1)}  # the common ranks' permutations, built once
 
 
 def _describe(args, error):

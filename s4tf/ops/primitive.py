@@ -256,7 +256,10 @@ def result_dtype(args) -> _dtypes.DType:
         elif isinstance(arg, np.ndarray):
             d = _dtypes.as_dtype(arg.dtype)
         else:
-            if isinstance(arg, bool | np.bool_):
+            # A Python float (the common weak scalar) is known before the abc checks.
+            if type(arg) is float:
+                kind = _dtypes.float32
+            elif isinstance(arg, bool | np.bool_):
                 kind = _dtypes.bool_
             elif isinstance(arg, numbers.Integral):
                 kind = _dtypes.int32
@@ -279,6 +282,12 @@ def _convert(args, backend, promote):
     start = 0 if promote is True else int(promote)
     dtype = result_dtype(args[start:]) if promote is not False else None
     want = dtype.numpy if dtype is not None else None
+    # Python numbers meeting an IEEE-float array among the promoted operands stay weak
+    # scalars, as in the two-operand fast path: NumPy keeps the array's dtype (not
+    # bfloat16's, an extension type), and no 0-d array is made. Without such an
+    # array they become arrays of the result dtype.
+    weak = want is not None and want.kind == "f" and any(
+        isinstance(arg, Tensor) for arg in args[start:])
     datas = []
     for i, arg in enumerate(args):
         # Arguments before ``start`` (where's condition) keep their own dtype.
@@ -289,6 +298,8 @@ def _convert(args, backend, promote):
                 data = backend.kernels.cast(data, dtype=want)
         elif isinstance(arg, np.ndarray):
             data = backend.asarray(arg, target or _dtypes.as_dtype(arg.dtype))
+        elif weak and target is not None and (type(arg) is float or type(arg) is int):
+            data = backend.weak_scalar(arg, want)
         elif isinstance(arg, _PY_SCALARS):
             data = backend.scalar(arg, target or result_dtype([arg]))
         elif arg is None:

@@ -111,12 +111,12 @@ class Tracer(Tensor):
     @property
     def shape(self):
         primal = self._primal
-        return () if isinstance(primal, float | int) else primal.shape
+        return primal.shape if isinstance(primal, Tensor) else ()
 
     @property
     def dtype(self):
         primal = self._primal
-        return _dtypes.float64 if isinstance(primal, float) else primal.dtype
+        return primal.dtype if isinstance(primal, Tensor) else _dtypes.float64
 
     @property
     def backend(self):

@@ -73,3 +73,19 @@ def test_forward_mode_through_concat_adds_each_tangent_into_one_buffer(monkeypat
     from s4tf.testing import check_gradients
 
     check_gradients(lambda t: s4tf.stack([t, t * t, s4tf.sin(t)], axis=1), x.astype(s4tf.float64))
+
+
+def test_python_numbers_in_the_general_path_take_the_result_dtype():
+    cond = s4tf.Tensor([True, False])
+    # Beside a float16 tensor a number stays weak; with no promoted tensor it is float32;
+    # beside a NumPy float64 array it is float64; bfloat16 keeps its dtype too.
+    assert s4tf.where(cond, s4tf.ones([2], dtype=s4tf.float16), 0.5).dtype == s4tf.float16
+    assert s4tf.where(cond, 0.0, 1.0).dtype == s4tf.float32
+    assert s4tf.where(cond, np.ones(2), 0.5).dtype == s4tf.float64
+    assert s4tf.where(cond, s4tf.ones([2], dtype=s4tf.bfloat16), 0.5).dtype == s4tf.bfloat16
+    from s4tf.ops.primitive import primitive
+
+    # Only Python numbers, no scalar rule: computed on the current backend as float32.
+    plain = primitive("add", promote=True)
+    out = plain(1.5, 2.0)
+    assert isinstance(out, s4tf.Tensor) and out.dtype == s4tf.float32 and out.item() == 3.5
