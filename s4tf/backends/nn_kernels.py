@@ -17,10 +17,10 @@ Layout and parameter conventions shared by every kernel here:
   static and hashable, so a lazy backend can key compiled code on them.
 
 Convolutions and their gradients are im2col (:mod:`.im2col`) with one GEMM
-per batch chunk of about :data:`im2col.CHUNK_BYTES` of columns: the chunk is
-copied from strided views of the (padded) input into one reused buffer and
-multiplied while it is still in cache, which runs about twice as fast on CPUs
-as one whole-batch GEMM over a matrix that has left the cache. The layout of
+per batch chunk of about :data:`im2col.CHUNK_BYTES` (512 KiB) of columns:
+the chunk is copied from strided views of the (padded) input into one reused
+buffer and multiplied while it is still in cache, which runs about twice as
+fast on CPUs as one whole-batch GEMM over a matrix that has left the cache. The layout of
 the columns follows the shape: pixel-major (one strided-view copy) for many
 channels, offset-major (one slab copy per window offset, along whole image
 rows) for few channels and for channel groups (each group's columns are one
