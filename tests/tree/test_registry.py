@@ -1,15 +1,11 @@
 """The tree's registry (s4tf/tree/registry.py): the walks dispatch on registered classes,
 not on Differentiable, and the tree imports nothing above Tensor."""
 
-from pathlib import Path
 
 import numpy as np
-from import_graph import imported_modules
 
 import s4tf
 from s4tf.tree import node_type, register_cell, register_node, tree_flatten, tree_unflatten
-
-TREE = Path(s4tf.__file__).parent / "tree"
 
 
 class Pixel:
@@ -67,9 +63,3 @@ def test_a_registered_cell_is_entered_only_outside_differentiation():
     assert leaves == [] and tree_unflatten(treedef, [])["box"] is box  # static: the same cell
     np.testing.assert_array_equal(box.value.numpy(), np.ones(3))
 
-
-def test_the_tree_imports_nothing_above_tensor():
-    below = ("s4tf.tree", "s4tf.tensor", "s4tf.dtypes", "s4tf.backends")
-    for path in sorted(TREE.glob("*.py")):
-        upward = {name for name in imported_modules(path) if not name.startswith(below)}
-        assert not upward, f"tree/{path.name} imports {sorted(upward)}, above s4tf.tensor"
