@@ -4,7 +4,9 @@ The replay function calls, for each node, the kernel of the same name on
 :data:`JAX_KERNELS` (the shared array kernels over ``jax.numpy``); tracing it
 under ``jax.jit`` gives XLA the whole step at once. Executables are cached by
 the graph's structural key, so a training loop compiles during warm-up and then
-only looks its step up. Calls return as soon as the work is dispatched (JAX's
+only looks its step up; JAX's persistent cache (:mod:`.jax_settings`) keeps
+the compiled programs between processes, so a second run of a script loads them
+instead of compiling. Calls return as soon as the work is dispatched (JAX's
 asynchronous dispatch); observing a value waits for it.
 """
 
@@ -15,10 +17,11 @@ import time
 import jax
 
 from .counters import COUNTERS, note_compile, note_hit
+from .jax_settings import persistent_cache_hits
 from .kernels import JAX_KERNELS
 from .layouts import collectives_in, device_count
 
-__all__ = ["cache_size", "clear_cache", "run"]
+__all__ = ["cache_size", "clear_cache", "executable", "run"]
 
 _cache: dict = {}
 
@@ -43,39 +46,49 @@ def _replay(program, n_slots, device_slots, host_layout, host_dtypes, out_slots)
     return replay
 
 
-def trace_hash(key) -> str:
-    """A short name for a trace in ``S4TF_DEBUG`` output (stable within a process)."""
-    return f"{hash(key) & 0xFFFFFFFFFFFF:012x}"
+def run(trace):
+    """Run a collected :class:`~.graph.Trace` on its buffers and packs; compile on a miss.
 
-
-def run(key, program, n_slots, device_slots, host_layout, host_dtypes, out_slots, buffers,
-        packs, donate):
-    """Run the graph described by ``key`` on ``buffers`` and ``packs``; compile on a miss."""
-    cached = _cache.get(key)
+    Returns the output buffers, in ``trace.out_slots`` order.
+    """
+    arguments = (*trace.buffers, *trace.packs)
+    cached = _cache.get(trace.key)
     if cached is None:
         start = time.perf_counter()
-        replay = _replay(program, n_slots, device_slots, host_layout, host_dtypes, out_slots)
+        replay = _replay(trace.program, trace.n_slots, trace.device_slots, trace.host_layout,
+                         trace.host_dtypes, trace.out_slots)
         # A jitted function, not an AOT-compiled one: its calls take JAX's C++
-        # dispatch path, several times cheaper per argument. The first call
-        # traces and compiles (counted as compile time; its dispatch is async).
-        executable = jax.jit(replay, donate_argnums=donate)
-        devices = device_count(buffers)
+        # dispatch path, several times cheaper per argument. The first call traces
+        # and compiles (counted as compile time; its dispatch is async).
+        executable = jax.jit(replay, donate_argnums=trace.donate)
+        loaded = persistent_cache_hits()
+        devices = device_count(trace.buffers)
         # A step over several devices: read the partitioned program once (JAX
         # reuses that compilation for the call below) to report its collectives.
-        collectives = collectives_in(executable, (*buffers, *packs)) if devices > 1 else ()
-        _cache[key] = cached = (executable, devices, collectives)
+        collectives = collectives_in(executable, arguments) if devices > 1 else ()
+        _cache[trace.key] = (executable, devices, collectives)
         COUNTERS["devices"], COUNTERS["collectives"] = devices, collectives
-        outs = executable(*buffers, *packs)
-        note_compile(key, trace_hash(key), time.perf_counter() - start, len(program))
+        outs = executable(*arguments)
+        COUNTERS["persistent_cache_hits"] += persistent_cache_hits() - loaded
+        note_compile(trace.key, trace.hash, time.perf_counter() - start, len(trace.program))
         COUNTERS["executions"] += 1
         return outs
     executable, COUNTERS["devices"], COUNTERS["collectives"] = cached
-    note_hit(trace_hash(key))
+    note_hit(trace.hash)
     start = time.perf_counter()
-    outs = executable(*buffers, *packs)
+    outs = executable(*arguments)
     COUNTERS["execute_time"] += time.perf_counter() - start
     COUNTERS["executions"] += 1
     return outs
+
+
+def executable(key):
+    """The cached jitted program of trace key ``key`` (None before its first run).
+
+    Call it with ``(*buffers, *packs)`` laid out as the trace that compiled it.
+    """
+    cached = _cache.get(key)
+    return None if cached is None else cached[0]
 
 
 def cache_size() -> int:

@@ -2,7 +2,7 @@
 
 Every pending :class:`LazyArray` is registered, by weak reference, in creation
 order, which is already a topological order (inputs are older than their
-users). A barrier numbers every value in that order (post-order, parameters at
+users). A barrier collects the live ones into a :class:`Trace`, which numbers every value in that order (post-order, parameters at
 their first use), builds the structural key (ops, static params, shapes,
 dtypes, parameter positions; never data), and decides two things by liveness:
 
@@ -16,10 +16,18 @@ Liveness is read from CPython reference counts (minus the references the
 pending graph itself explains, minus a baseline calibrated at import), never
 from the cycle collector; anything that cannot be explained counts as live,
 which only costs an extra output or a missed donation.
+
+A barrier is :func:`collect` (the trace, its key and hash; nothing runs), then
+:func:`execute` (the compiler's cached executable runs it; outputs are
+materialised and donated buffers dropped). A captured step can call the two
+apart: ``collect()`` to read a trace's ``hash``, ``compiler.executable(trace)``
+to keep the compiled program.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
 import threading
@@ -33,22 +41,24 @@ from .counters import COUNTERS
 from .layouts import check_meshes, placement
 from .lazy import LazyArray
 
-__all__ = ["barrier", "pending_count", "record"]
+__all__ = ["Trace", "barrier", "collect", "execute", "pending_count", "record"]
 
 MAX_PENDING = int(os.environ.get("S4TF_XLA_MAX_PENDING", "100000"))
-_pending: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# Weak references to the pending nodes, oldest first (a topological order). A
+# plain list of plain references: a WeakValueDictionary's keyed references with
+# callbacks cost three times as much per node, and dead entries are skipped at
+# the barrier, which empties the list.
+_pending: list = []
+_ref = weakref.ref
 _lock = threading.RLock()
-_since_barrier = 0
 
 
 def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
-    """A new pending node; runs a barrier first if the trace has grown too large."""
-    global _since_barrier
-    node = LazyArray(shape, dtype, op=op, inputs=inputs, params=params, pkey=pkey)
-    _pending[node.seq] = node
+    """A new pending node; runs a barrier after it if the trace has grown too large."""
+    node = LazyArray(shape, dtype, None, False, op, inputs, params, pkey)
+    _pending.append(_ref(node))
     COUNTERS["traced_ops"] += 1
-    _since_barrier += 1
-    if _since_barrier > MAX_PENDING:
+    if len(_pending) > MAX_PENDING:
         # A loop that never observes a value would otherwise grow one graph forever.
         barrier()
     return node
@@ -56,7 +66,7 @@ def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
 
 def pending_count() -> int:
     """How many pending nodes are alive (tests, diagnostics)."""
-    return len(_pending)
+    return sum(1 for ref in _pending if (node := ref()) is not None and node.op is not None)
 
 
 def _refcounts(arrays, internal) -> list[int]:
@@ -79,10 +89,95 @@ def _calibrate() -> int | None:
 _BASELINE = _calibrate()
 
 
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """Hold the cycle collector off while a barrier builds and drops its temporaries.
+
+    A barrier allocates a few tuples per node, all gone when it returns; left
+    on, the collector would run several times inside it and promote those
+    temporaries to the oldest generation, which brings the next full
+    collection (the whole heap, JAX's modules included) closer.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class Trace:
+    """One collected pending graph: its structural key and what one run of it needs.
+
+    Attributes
+    ----------
+    key : tuple
+        ``(entries, output slots, donated positions)``: every op with its static
+        parameters and argument slots, every parameter's shape, dtype and
+        layout; never data. Equal keys compile to the same program.
+    hash : int
+        ``hash(key)``, computed once.
+    program : list
+        ``(slot, op, params, argument slots)`` per computed value, for the replay.
+    n_slots, device_slots, host_layout, host_dtypes, out_slots, donate
+        How the replay numbers values, where device and host-packed
+        parameters enter, which slots it returns and which buffers it donates.
+    buffers, packs : list
+        The run's arguments: device buffers, then one host array per dtype.
+    """
+
+    __slots__ = ("key", "hash", "program", "n_slots", "device_slots", "host_layout",
+                 "host_dtypes", "out_slots", "donate", "buffers", "packs", "_device",
+                 "_out_nodes", "_out_positions")
+
+
+def collect() -> Trace | None:
+    """The live pending graph as a :class:`Trace` (None when nothing is pending); runs nothing.
+
+    The pending registry is emptied: the caller must :func:`execute` the trace
+    (or its arrays stay pending forever).
+    """
+    global _pending
+    with _lock, _no_cycle_collection():
+        start = time.perf_counter()
+        refs, _pending = _pending, []
+        nodes = [node for ref in refs if (node := ref()) is not None and node.op is not None]
+        del refs
+        if not nodes:
+            return None
+        trace = Trace()
+        slot, internal, entries, program, device, host_layout, host_groups = _build(nodes)
+        live = _refcounts(nodes, internal)
+        baseline = _BASELINE
+        out_nodes = [n for n, c in zip(nodes, live, strict=True) if baseline is None or c > baseline]
+        out_slots = list(dict.fromkeys([slot[id(n)] for n in out_nodes]))
+        donate = _donations(device, _refcounts(device, internal), out_nodes)
+        del live, nodes
+        trace.key = key = (tuple(entries), tuple(out_slots), donate)
+        trace.hash = hash(key)
+        trace.program, trace.n_slots = program, len(entries)
+        trace.device_slots = [slot[id(x)] for x in device]
+        trace.host_layout, trace.host_dtypes = host_layout, list(host_groups)
+        trace.out_slots, trace.donate = out_slots, donate
+        # One-element host values of any shape ((), (1,), (1, 1)) pack flat; replay reshapes.
+        trace.packs = [np.array([x.buffer.reshape(()) for x in group], dtype=dtype)
+                       for dtype, group in host_groups.items()]
+        trace.buffers = [x.buffer for x in device]
+        check_meshes(trace.buffers)
+        trace._device = device
+        trace._out_nodes = out_nodes
+        position = {s: k for k, s in enumerate(out_slots)}
+        trace._out_positions = [position[slot[id(n)]] for n in out_nodes]
+        COUNTERS["graph_time"] += time.perf_counter() - start
+        return trace
+
+
 def _build(nodes):
     """Number values post-order, share identical subgraphs, build the key entries."""
     slot, internal, cse = {}, {}, {}
     entries, program, device, host_layout, host_groups = [], [], [], [], {}
+    slot_of, uses_of, cse_of = slot.get, internal.get, cse.get
     for node in nodes:
         args = []
         for x in node.inputs:
@@ -90,8 +185,8 @@ def _build(nodes):
                 args.append(None)
                 continue
             i = id(x)
-            internal[i] = internal.get(i, 0) + 1
-            s = slot.get(i)
+            internal[i] = uses_of(i, 0) + 1
+            s = slot_of(i)
             if s is None:
                 if x.op is not None:
                     raise RuntimeError(
@@ -109,12 +204,13 @@ def _build(nodes):
                     # The layout is part of the trace: XLA partitions the step by it.
                     entries.append(("P", x.shape, x.dtype, "device", placement(x.buffer)))
             args.append(s)
-        signature = (node.op, node.pkey, tuple(args))
-        s = cse.get(signature)
+        args = tuple(args)
+        signature = (node.op, node.pkey, args)
+        s = cse_of(signature)
         if s is None:
             s = cse[signature] = len(entries)
             entries.append(signature)
-            program.append((s, node.op, node.params, signature[2]))
+            program.append((s, node.op, node.params, args))
         slot[id(node)] = s
     return slot, internal, entries, program, device, host_layout, host_groups
 
@@ -137,41 +233,32 @@ def _donations(device, alive, out_nodes) -> tuple[int, ...]:
     return tuple(donate)
 
 
-def barrier() -> None:
-    """Compile (or fetch from the cache) and run the graph of all live pending arrays."""
-    global _since_barrier
+def execute(trace: Trace) -> None:
+    """Run ``trace`` (compiling it on a cache miss) and materialise its outputs in place."""
     with _lock:
-        start = time.perf_counter()
-        nodes = list(_pending.values())
-        _since_barrier = 0
-        if not nodes:
-            return
-        slot, internal, entries, program, device, host_layout, host_groups = _build(nodes)
-        live = _refcounts(nodes, internal)
-        out_nodes = [n for n, c in zip(nodes, live, strict=True) if _BASELINE is None or c > _BASELINE]
-        del live
-        out_slots = list(dict.fromkeys(slot[id(n)] for n in out_nodes))
-        donate = _donations(device, _refcounts(device, internal), out_nodes)
-        key = (tuple(entries), tuple(out_slots), donate)
-        # One-element host values of any shape ((), (1,), (1, 1)) pack flat; replay reshapes.
-        packs = [np.array([np.asarray(x.buffer).reshape(()) for x in group], dtype=dtype)
-                 for dtype, group in host_groups.items()]
-        buffers = [x.buffer for x in device]
-        check_meshes(buffers)
-        COUNTERS["graph_time"] += time.perf_counter() - start
-        outs = compiler.run(key, program, len(entries), [slot[id(x)] for x in device],
-                            host_layout, list(host_groups), out_slots, buffers, packs, donate)
-        position = {s: k for k, s in enumerate(out_slots)}
-        by_buffer: dict[int, LazyArray] = {id(b): x for x, b in zip(device, buffers, strict=True)}
-        for node in out_nodes:
-            buffer = outs[position[slot[id(node)]]]
+        outs = compiler.run(trace)
+    with _lock, _no_cycle_collection():
+        device = trace._device
+        by_buffer: dict[int, LazyArray] = {id(b): x for x, b in zip(device, trace.buffers,
+                                                                   strict=True)}
+        for node, k in zip(trace._out_nodes, trace._out_positions, strict=True):
+            buffer = outs[k]
             twin = by_buffer.get(id(buffer))
             if twin is not None:
                 # XLA returned an input or one output twice: two arrays share a buffer.
                 twin.shared = node.shared = True
             by_buffer[id(buffer)] = node
             node.materialize(buffer)
-            _pending.pop(node.seq, None)
-        for k in donate:
+        for k in trace.donate:
             device[k].buffer = None
-        COUNTERS["donated_buffers"] += len(donate)
+        COUNTERS["donated_buffers"] += len(trace.donate)
+        # The trace no longer holds the arrays: a captured step may keep it.
+        trace._device = trace._out_nodes = trace.buffers = trace.packs = None
+
+
+def barrier() -> None:
+    """Compile (or fetch from the cache) and run the graph of all live pending arrays."""
+    with _lock:
+        trace = collect()
+        if trace is not None:
+            execute(trace)
