@@ -213,3 +213,17 @@ def test_s4tf_xla_is_the_backend_package_and_imports_no_jax():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_each_python_scalar_is_a_parameter_of_its_own_sharing_a_buffer_by_value():
+    # One parameter per scalar keeps XLA's fused kernels alike (compiled once per
+    # kind); equal values share one device buffer, so a step transfers nothing new.
+    with s4tf.backend("xla"):
+        x = s4tf.ones([4])
+        y = x * 0.5 + x * 0.5 - x * 0.25
+    trace = graph.collect()
+    host = [a for a in trace.arguments if a is not x._data.buffer]
+    assert len(host) == 3 and host[0] is host[1] and host[0] is not host[2]
+    assert [float(a) for a in host] == [0.5, 0.5, 0.25]
+    graph.execute(trace)
+    assert y.tolist() == [0.75] * 4

@@ -26,19 +26,13 @@ __all__ = ["cache_size", "clear_cache", "executable", "run"]
 _cache: dict = {}
 
 
-def _replay(program, n_slots, device_slots, host_layout, host_dtypes, out_slots):
+def _replay(program, n_slots, parameter_slots, out_slots):
     steps = [(s, getattr(JAX_KERNELS, op), params or {}, args) for s, op, params, args in program]
-    n_device = len(device_slots)
-    group_of = {dtype: g for g, dtype in enumerate(host_dtypes)}
-    host = [(s, group_of[dtype], j, shape) for s, dtype, j, shape in host_layout]
 
     def replay(*arrays):
         values = [None] * n_slots
-        for s, array in zip(device_slots, arrays, strict=False):
+        for s, array in zip(parameter_slots, arrays, strict=True):
             values[s] = array
-        packs = arrays[n_device:]
-        for s, group, j, shape in host:
-            values[s] = packs[group][j].reshape(shape)
         for s, kernel, params, args in steps:
             values[s] = kernel(*[None if a is None else values[a] for a in args], **params)
         return tuple(values[s] for s in out_slots)
@@ -47,22 +41,21 @@ def _replay(program, n_slots, device_slots, host_layout, host_dtypes, out_slots)
 
 
 def run(trace):
-    """Run a collected :class:`~.graph.Trace` on its buffers and packs; compile on a miss.
+    """Run a collected :class:`~.graph.Trace` on its arguments; compile on a miss.
 
     Returns the output buffers, in ``trace.out_slots`` order.
     """
-    arguments = (*trace.buffers, *trace.packs)
+    arguments = trace.arguments
     cached = _cache.get(trace.key)
     if cached is None:
         start = time.perf_counter()
-        replay = _replay(trace.program, trace.n_slots, trace.device_slots, trace.host_layout,
-                         trace.host_dtypes, trace.out_slots)
+        replay = _replay(trace.program, trace.n_slots, trace.parameter_slots, trace.out_slots)
         # A jitted function, not an AOT-compiled one: its calls take JAX's C++
         # dispatch path, several times cheaper per argument. The first call traces
         # and compiles (counted as compile time; its dispatch is async).
         executable = jax.jit(replay, donate_argnums=trace.donate)
         loaded = persistent_cache_hits()
-        devices = device_count(trace.buffers)
+        devices = device_count(trace.arguments)
         # A step over several devices: read the partitioned program once (JAX
         # reuses that compilation for the call below) to report its collectives.
         collectives = collectives_in(executable, arguments) if devices > 1 else ()
@@ -85,7 +78,7 @@ def run(trace):
 def executable(key):
     """The cached jitted program of trace key ``key`` (None before its first run).
 
-    Call it with ``(*buffers, *packs)`` laid out as the trace that compiled it.
+    Call it with ``trace.arguments`` of a trace with that key.
     """
     cached = _cache.get(key)
     return None if cached is None else cached[0]

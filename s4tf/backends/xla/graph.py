@@ -40,6 +40,7 @@ from . import compiler
 from .counters import COUNTERS
 from .layouts import check_meshes, placement
 from .lazy import LazyArray
+from .scalar_buffers import device_buffers
 
 __all__ = ["Trace", "barrier", "collect", "execute", "pending_count", "record"]
 
@@ -120,16 +121,16 @@ class Trace:
         ``hash(key)``, computed once.
     program : list
         ``(slot, op, params, argument slots)`` per computed value, for the replay.
-    n_slots, device_slots, host_layout, host_dtypes, out_slots, donate
-        How the replay numbers values, where device and host-packed
-        parameters enter, which slots it returns and which buffers it donates.
-    buffers, packs : list
-        The run's arguments: device buffers, then one host array per dtype.
+    n_slots, parameter_slots, out_slots, donate
+        How the replay numbers values, which slot each argument fills, which
+        slots it returns and which (device) arguments it donates.
+    arguments : tuple
+        The run's arguments: the device buffers, then one buffer per small
+        host value (Python scalars entering ops; :mod:`.scalar_buffers`).
     """
 
-    __slots__ = ("key", "hash", "program", "n_slots", "device_slots", "host_layout",
-                 "host_dtypes", "out_slots", "donate", "buffers", "packs", "_device",
-                 "_out_nodes", "_out_positions")
+    __slots__ = ("key", "hash", "program", "n_slots", "parameter_slots", "out_slots", "donate",
+                 "arguments", "_device", "_out_nodes", "_out_positions")
 
 
 def collect() -> Trace | None:
@@ -147,7 +148,7 @@ def collect() -> Trace | None:
         if not nodes:
             return None
         trace = Trace()
-        slot, internal, entries, program, device, host_layout, host_groups = _build(nodes)
+        slot, internal, entries, program, device, host = _build(nodes)
         live = _refcounts(nodes, internal)
         baseline = _BASELINE
         out_nodes = [n for n, c in zip(nodes, live, strict=True) if baseline is None or c > baseline]
@@ -157,14 +158,11 @@ def collect() -> Trace | None:
         trace.key = key = (tuple(entries), tuple(out_slots), donate)
         trace.hash = hash(key)
         trace.program, trace.n_slots = program, len(entries)
-        trace.device_slots = [slot[id(x)] for x in device]
-        trace.host_layout, trace.host_dtypes = host_layout, list(host_groups)
+        trace.parameter_slots = [slot[id(x)] for x in device] + [slot[id(x)] for x in host]
         trace.out_slots, trace.donate = out_slots, donate
-        # One-element host values of any shape ((), (1,), (1, 1)) pack flat; replay reshapes.
-        trace.packs = [np.array([x.buffer.reshape(()) for x in group], dtype=dtype)
-                       for dtype, group in host_groups.items()]
-        trace.buffers = [x.buffer for x in device]
-        check_meshes(trace.buffers)
+        buffers = [x.buffer for x in device]
+        check_meshes(buffers)
+        trace.arguments = (*buffers, *device_buffers([x.buffer for x in host]))
         trace._device = device
         trace._out_nodes = out_nodes
         position = {s: k for k, s in enumerate(out_slots)}
@@ -176,7 +174,7 @@ def collect() -> Trace | None:
 def _build(nodes):
     """Number values post-order, share identical subgraphs, build the key entries."""
     slot, internal, cse = {}, {}, {}
-    entries, program, device, host_layout, host_groups = [], [], [], [], {}
+    entries, program, device, host = [], [], [], []
     slot_of, uses_of, cse_of = slot.get, internal.get, cse.get
     for node in nodes:
         args = []
@@ -195,9 +193,7 @@ def _build(nodes):
                     )
                 s = slot[i] = len(entries)
                 if x.host:
-                    group = host_groups.setdefault(x.dtype, [])
-                    host_layout.append((s, x.dtype, len(group), x.shape))
-                    group.append(x)
+                    host.append(x)
                     entries.append(("P", x.shape, x.dtype, "host"))
                 else:
                     device.append(x)
@@ -212,7 +208,7 @@ def _build(nodes):
             entries.append(signature)
             program.append((s, node.op, node.params, args))
         slot[id(node)] = s
-    return slot, internal, entries, program, device, host_layout, host_groups
+    return slot, internal, entries, program, device, host
 
 
 def _donations(device, alive, out_nodes) -> tuple[int, ...]:
@@ -239,8 +235,7 @@ def execute(trace: Trace) -> None:
         outs = compiler.run(trace)
     with _lock, _no_cycle_collection():
         device = trace._device
-        by_buffer: dict[int, LazyArray] = {id(b): x for x, b in zip(device, trace.buffers,
-                                                                   strict=True)}
+        by_buffer: dict[int, LazyArray] = {id(x.buffer): x for x in device}
         for node, k in zip(trace._out_nodes, trace._out_positions, strict=True):
             buffer = outs[k]
             twin = by_buffer.get(id(buffer))
@@ -253,7 +248,7 @@ def execute(trace: Trace) -> None:
             device[k].buffer = None
         COUNTERS["donated_buffers"] += len(trace.donate)
         # The trace no longer holds the arrays: a captured step may keep it.
-        trace._device = trace._out_nodes = trace.buffers = trace.packs = None
+        trace._device = trace._out_nodes = trace.arguments = None
 
 
 def barrier() -> None:
