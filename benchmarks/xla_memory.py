@@ -7,7 +7,10 @@ after each step, as a training loop does (``--read-loss`` also reads the loss
 every step), and samples the
 process's resident set size every ``--every`` steps after a warm-up. The
 slope of a least-squares line through the samples is the growth per step
-(target: 0, i.e. within the noise of a few hundred bytes). ``--tracemalloc``
+(target: 0, i.e. within the noise of a few hundred bytes); the median of the
+pairwise slopes is reported too, since the allocator sometimes keeps one
+step's worth of buffers more from some point on (a single jump of a few MiB,
+not a growth per step), which tilts a least-squares line. ``--tracemalloc``
 also reports the Python allocations that grew most between the first and the
 last sample (slower: every allocation is traced), which is how a leak is
 found. Prints JSON.
@@ -42,6 +45,13 @@ def resident_bytes() -> int:
 def slope(xs, ys) -> float:
     """Least-squares slope of ``ys`` over ``xs``."""
     return float(np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)[0])
+
+
+def median_slope(xs, ys) -> float:
+    """The median of the slopes between every pair of samples (Theil-Sen): one jump moves it little."""
+    pairs = [(ys[j] - ys[i]) / (xs[j] - xs[i])
+             for i in range(len(xs)) for j in range(i + 1, len(xs))]
+    return float(np.median(pairs))
 
 
 def main(argv=None) -> dict:
@@ -93,6 +103,8 @@ def main(argv=None) -> dict:
         "rss_bytes_per_step": round(slope(steps, rss), 1),
         "rss_bytes_per_step_second_half": round(slope(steps[len(steps) // 2:],
                                                       rss[len(rss) // 2:]), 1),
+        "rss_bytes_per_step_median": round(median_slope(steps, rss), 1),
+        "largest_jump_mib": round(max(np.diff(rss), default=0) / 2**20, 2),
         "compiles": s4tf.xla.metrics()["compiles"],
     }
     if args.tracemalloc:

@@ -224,3 +224,22 @@ def test_the_persistent_cache_is_on_by_default_under_the_users_cache(tmp_path, m
     done = _step_in_a_new_process(None)
     default = tmp_path / ".cache" / "s4tf" / "xla"
     assert done["jax_cache_dir"] == str(default) and any(default.iterdir()), done
+
+
+def _table_sizes() -> dict:
+    """Every table the lazy backend keeps between steps, by size."""
+    from s4tf.backends.xla import compiler, counters, graph, recording, scalar_buffers, shapes
+
+    return {"shapes": len(shapes._cache), "parameter keys": len(recording._interned),
+            "scalar buffers": scalar_buffers.cached_count(), "executables": compiler.cache_size(),
+            "compile sites": len(counters._sites), "pending": graph.pending_count()}
+
+
+def test_the_backends_tables_stay_the_same_size_from_step_to_step():
+    # A table keyed by something that changes every step (here the learning rate,
+    # a new Python float each step) would grow with the run: memory per step.
+    with s4tf.backend("xla"):
+        _train(3)
+        warm = _table_sizes()
+        _train(12, lr_of=lambda i: 0.1 / (1 + i))
+        assert _table_sizes() == warm

@@ -30,7 +30,10 @@ COUNTERS: dict = dict(ZERO_METRICS)
 # A place that compiles this many distinct traces is warming up (the first step
 # often differs from the next, a last smaller batch adds one more); past it, warn.
 WARN_AFTER = int(os.environ.get("S4TF_XLA_RECOMPILE_WARN_AFTER", "4"))
-_sites: dict[str, list] = {}
+# Per line of user code: how many traces it compiled and the summary of the
+# last one (the warning names what changed since it); not every summary, which
+# would grow with each compile of a program that keeps recompiling.
+_sites: dict[str, tuple[int, dict]] = {}
 
 
 class RecompilationWarning(UserWarning):
@@ -142,13 +145,13 @@ def note_compile(key, trace_hash: int, seconds: float, n_ops: int) -> None:
     if debug_enabled():
         print(f"s4tf.xla: compile trace {trace_name(trace_hash)} ({n_ops} ops) at {site} in {seconds * 1e3:.1f} ms",
               file=sys.stderr)
-    history = _sites.setdefault(site, [])
+    count, previous = _sites.get(site, (0, None))
     summary = summarize(key)
-    history.append(summary)
-    count = len(history)
+    count += 1
+    _sites[site] = (count, summary)
     # Warn once past the warm-up, then each time the count doubles (not every step).
     if count > WARN_AFTER and (count == WARN_AFTER + 1 or count & (count - 1) == 0):
-        change = _describe_change(history[-2], summary)
+        change = _describe_change(previous, summary) if previous else "nothing: it is the first"
         warnings.warn(
             f"s4tf xla: {site} has compiled {count} different traces; the latest differs from "
             f"the one before in: {change}. Each new trace costs an XLA compile. Keep shapes "

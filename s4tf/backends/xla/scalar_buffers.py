@@ -15,20 +15,21 @@ import jax
 
 from . import jax_settings  # noqa: F401  (64-bit types before any JAX array exists)
 
-__all__ = ["device_buffers"]
+__all__ = ["cached_count", "device_buffers"]
 
-# Bounded: a value that changes every step (a decayed learning rate) adds one
-# entry per step until the table is cleared.
-MAX_ENTRIES = 4096
-_buffers: dict = {}
+# The buffers of the last two barriers' values: a value that changes every step
+# (a decayed learning rate) is dropped two barriers later instead of piling up.
+_current: dict = {}
+_previous: dict = {}
 
 
 def device_buffers(values) -> list:
     """One device buffer per host NumPy value in ``values``, shared by equal values.
 
     Values are equal when their bytes, dtype and shape are (so ``-0.0`` and
-    ``0.0`` stay apart). The buffers are uncommitted: JAX moves them to the
-    devices of a sharded step.
+    ``0.0`` stay apart). Call once per barrier: buffers of values the last two
+    calls did not use are let go. The buffers are uncommitted: JAX moves them
+    to the devices of a sharded step.
 
     Examples
     --------
@@ -38,13 +39,22 @@ def device_buffers(values) -> list:
     >>> a is b, a is c, float(c)
     (True, False, -0.5)
     """
-    if len(_buffers) > MAX_ENTRIES:
-        _buffers.clear()
+    global _current, _previous
+    _previous, _current = _current, {}
+    current, previous = _current, _previous
     found = []
     for value in values:
         key = (value.tobytes(), value.dtype, value.shape)
-        buffer = _buffers.get(key)
+        buffer = current.get(key)
         if buffer is None:
-            buffer = _buffers[key] = jax.device_put(value)
+            buffer = previous.get(key)
+            if buffer is None:
+                buffer = jax.device_put(value)
+            current[key] = buffer
         found.append(buffer)
     return found
+
+
+def cached_count() -> int:
+    """How many value buffers are kept (tests: bounded by two barriers' values)."""
+    return len(_current) + len(_previous)
