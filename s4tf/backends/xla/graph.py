@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import os
 import sys
 import threading
@@ -52,6 +53,9 @@ MAX_PENDING = int(os.environ.get("S4TF_XLA_MAX_PENDING", "100000"))
 _pending: list = []
 _ref = weakref.ref
 _lock = threading.RLock()
+# Each barrier's number, stamped on the arrays it numbers (LazyArray.mark), so
+# their slots and use counts live on the arrays, not in dictionaries keyed by id.
+_barriers = itertools.count(1)
 
 
 def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
@@ -70,17 +74,18 @@ def pending_count() -> int:
     return sum(1 for ref in _pending if (node := ref()) is not None and node.op is not None)
 
 
-def _refcounts(arrays, internal) -> list[int]:
-    """Reference counts of ``arrays`` minus the references the pending graph explains."""
-    return [sys.getrefcount(a) - internal.get(id(a), 0) for a in arrays]
+def _refcounts(arrays) -> list[int]:
+    """Reference counts of numbered ``arrays`` minus the references the pending graph explains."""
+    return [sys.getrefcount(a) - a.uses for a in arrays]
 
 
 def _calibrate() -> int | None:
     """The count ``_refcounts`` reports for an array held only by its list."""
     probe = [LazyArray((), np.dtype(np.float32))]
-    base = _refcounts(probe, {})[0]
+    probe[0].uses = 0
+    base = _refcounts(probe)[0]
     alias = probe[0]
-    aliased = _refcounts(probe, {})[0]
+    aliased = _refcounts(probe)[0]
     del alias
     # If one alias does not show as exactly one more, refcounts cannot be trusted
     # here (another interpreter): treat everything as live and donate nothing.
@@ -148,17 +153,17 @@ def collect() -> Trace | None:
         if not nodes:
             return None
         trace = Trace()
-        slot, internal, entries, program, device, host = _build(nodes)
-        live = _refcounts(nodes, internal)
+        entries, program, device, host = _build(nodes)
+        live = _refcounts(nodes)
         baseline = _BASELINE
         out_nodes = [n for n, c in zip(nodes, live, strict=True) if baseline is None or c > baseline]
-        out_slots = list(dict.fromkeys([slot[id(n)] for n in out_nodes]))
-        donate = _donations(device, _refcounts(device, internal), out_nodes)
+        out_slots = list(dict.fromkeys([n.slot for n in out_nodes]))
+        donate = _donations(device, _refcounts(device), out_nodes)
         del live, nodes
         trace.key = key = (tuple(entries), tuple(out_slots), donate)
         trace.hash = hash(key)
         trace.program, trace.n_slots = program, len(entries)
-        trace.parameter_slots = [slot[id(x)] for x in device] + [slot[id(x)] for x in host]
+        trace.parameter_slots = [x.slot for x in device] + [x.slot for x in host]
         trace.out_slots, trace.donate = out_slots, donate
         buffers = [x.buffer for x in device]
         check_meshes(buffers)
@@ -166,32 +171,36 @@ def collect() -> Trace | None:
         trace._device = device
         trace._out_nodes = out_nodes
         position = {s: k for k, s in enumerate(out_slots)}
-        trace._out_positions = [position[slot[id(n)]] for n in out_nodes]
+        trace._out_positions = [position[n.slot] for n in out_nodes]
         COUNTERS["graph_time"] += time.perf_counter() - start
         return trace
 
 
 def _build(nodes):
-    """Number values post-order, share identical subgraphs, build the key entries."""
-    slot, internal, cse = {}, {}, {}
+    """Number values post-order, share identical subgraphs, build the key entries.
+
+    Every array met is stamped with this barrier's number and gets its slot
+    and its count of uses by the graph (``mark``, ``slot``, ``uses``).
+    """
+    mark = next(_barriers)
+    cse: dict = {}
     entries, program, device, host = [], [], [], []
-    slot_of, uses_of, cse_of = slot.get, internal.get, cse.get
+    cse_of = cse.get
     for node in nodes:
         args = []
         for x in node.inputs:
             if x is None:
                 args.append(None)
-                continue
-            i = id(x)
-            internal[i] = uses_of(i, 0) + 1
-            s = slot_of(i)
-            if s is None:
+            elif x.mark == mark:
+                x.uses += 1
+                args.append(x.slot)
+            else:
                 if x.op is not None:
                     raise RuntimeError(
                         f"s4tf xla internal error: pending input {x!r} of {node!r} is not "
                         "registered; please report this with the code that triggered it."
                     )
-                s = slot[i] = len(entries)
+                x.mark, x.uses, x.slot = mark, 1, len(entries)
                 if x.host:
                     host.append(x)
                     entries.append(("P", x.shape, x.dtype, "host"))
@@ -199,7 +208,7 @@ def _build(nodes):
                     device.append(x)
                     # The layout is part of the trace: XLA partitions the step by it.
                     entries.append(("P", x.shape, x.dtype, "device", placement(x.buffer)))
-            args.append(s)
+                args.append(x.slot)
         args = tuple(args)
         signature = (node.op, node.pkey, args)
         s = cse_of(signature)
@@ -207,8 +216,8 @@ def _build(nodes):
             s = cse[signature] = len(entries)
             entries.append(signature)
             program.append((s, node.op, node.params, args))
-        slot[id(node)] = s
-    return slot, internal, entries, program, device, host
+        node.mark, node.uses, node.slot = mark, 0, s
+    return entries, program, device, host
 
 
 def _donations(device, alive, out_nodes) -> tuple[int, ...]:

@@ -44,6 +44,9 @@ class LazyArray:
         Whether ``buffer`` is a small host value packed into the graph's inputs.
     shared : bool
         Whether another array may hold the same device buffer (never donated).
+    mark, slot, uses : int
+        The graph's bookkeeping while a barrier builds a trace: the barrier that
+        numbered this array, its value's number and how many nodes use it.
 
     Examples
     --------
@@ -56,8 +59,8 @@ class LazyArray:
     """
 
     __slots__ = (
-        "op", "inputs", "params", "pkey", "shape", "dtype", "buffer", "host", "shared",
-        "__weakref__",
+        "op", "inputs", "params", "pkey", "shape", "dtype", "buffer", "host", "shared", "mark",
+        "slot", "uses", "__weakref__",
     )
 
     # Positional parameters: the graph makes thousands of nodes per training step,
@@ -73,6 +76,7 @@ class LazyArray:
         self.buffer = buffer
         self.host = host
         self.shared = False
+        self.mark = 0
 
     @property
     def is_pending(self) -> bool:
