@@ -227,3 +227,34 @@ def test_each_python_scalar_is_a_parameter_of_its_own_sharing_a_buffer_by_value(
     assert [float(a) for a in host] == [0.5, 0.5, 0.25]
     graph.execute(trace)
     assert y.tolist() == [0.75] * 4
+
+
+_EXIT_WHILE_RUNNING = """
+import numpy as np, s4tf
+from s4tf.backends.xla import graph
+record = graph.record
+graph.record = lambda *args: record(*args)  # module teardown order that met the crash
+rng = np.random.default_rng(0)
+with s4tf.backend("xla"):
+    model = s4tf.models.ResNet(depth=56, classes=10, stem="cifar")
+    x = s4tf.Tensor(rng.uniform(size=(16, 32, 32, 3)).astype(np.float32))
+    y = s4tf.Tensor(rng.integers(0, 10, size=16))
+    opt = s4tf.optimizers.SGD(model, learning_rate=0.01, momentum=0.9)
+    with s4tf.training():
+        for _ in range(2):
+            loss, grads = s4tf.value_with_gradient(
+                model, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=y))
+            model = opt.update(model, grads)
+            del grads
+            s4tf.barrier()
+# the script ends while the last step still runs
+"""
+
+
+def test_a_script_may_end_while_its_last_step_still_runs():
+    # Without waiting for launched steps at exit, the interpreter's teardown freed
+    # buffers under the running program: a segmentation fault after the last line
+    # (every run of this script, here).
+    done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_RUNNING], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])

@@ -12,6 +12,7 @@ asynchronous dispatch); observing a value waits for it.
 
 from __future__ import annotations
 
+import atexit
 import time
 
 import jax
@@ -21,7 +22,7 @@ from .jax_settings import persistent_cache_hits
 from .kernels import JAX_KERNELS
 from .layouts import collectives_in, device_count
 
-__all__ = ["cache_size", "clear_cache", "executable", "run"]
+__all__ = ["cache_size", "clear_cache", "executable", "run", "wait_for_running_steps"]
 
 _cache: dict = {}
 
@@ -82,6 +83,21 @@ def executable(key):
     """
     cached = _cache.get(key)
     return None if cached is None else cached[0]
+
+
+def wait_for_running_steps() -> None:
+    """Block until every launched step has finished (registered to run at exit).
+
+    A barrier returns once its step is launched. Tearing the interpreter down
+    while XLA still runs that step frees buffers under it, which can crash the
+    process at exit (a segmentation fault after the script's last line).
+    """
+    for array in jax.live_arrays():
+        if not array.is_deleted():
+            array.block_until_ready()
+
+
+atexit.register(wait_for_running_steps)
 
 
 def cache_size() -> int:
