@@ -70,7 +70,7 @@ def child(framework: str, batch: int) -> dict:
                 s4tf.barrier()
             float(loss)
             result["first_step_s"] = time.perf_counter() - start
-            result["persistent_cache_hits"] = s4tf.xla.metrics()["persistent_cache_hits"]
+            result["persistent_cache_hits"] = s4tf.xla.metrics().get("persistent_cache_hits")
     else:
         runner = {"equinox": zoo_step.run_equinox, "jax": zoo_step.run_jax}[framework]
         # warmup=1, steps=1: the runner's first_steps_s is the first step alone.
