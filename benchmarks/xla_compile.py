@@ -53,24 +53,16 @@ def child(framework: str, batch: int) -> dict:
     images, labels = zoo_step.random_batch(batch, spec["size"])
     result = {}
     if framework.startswith("s4tf"):
+        import xla_step
+
         import s4tf
 
-        with s4tf.backend("xla"):
-            s4tf.random.seed(0)
-            model = zoo_step.s4tf_model(spec)
-            x, y = s4tf.Tensor(images), s4tf.Tensor(labels)
-            opt = s4tf.optimizers.SGD(model, learning_rate=zoo_step.LEARNING_RATE,
-                                      momentum=zoo_step.MOMENTUM)
-            start = time.perf_counter()
-            with s4tf.training():
-                loss, grads = s4tf.value_with_gradient(
-                    model, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=y))
-                model = opt.update(model, grads)
-                del grads
-                s4tf.barrier()
-            float(loss)
-            result["first_step_s"] = time.perf_counter() - start
-            result["persistent_cache_hits"] = s4tf.xla.metrics().get("persistent_cache_hits")
+        run_step, read = xla_step.s4tf_resnet(batch)
+        start = time.perf_counter()
+        run_step()
+        read()
+        result["first_step_s"] = time.perf_counter() - start
+        result["persistent_cache_hits"] = s4tf.xla.metrics().get("persistent_cache_hits")
     else:
         runner = {"equinox": zoo_step.run_equinox, "jax": zoo_step.run_jax}[framework]
         # warmup=1, steps=1: the runner's first_steps_s is the first step alone.
@@ -89,15 +81,6 @@ def run_child(framework: str, batch: int, cache: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def available(framework: str) -> str | None:
-    module = "equinox" if framework == "equinox" else "jax"
-    try:
-        __import__(module)
-    except ImportError as error:
-        return f"not installed ({error})"
-    return None
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
@@ -107,7 +90,11 @@ def main(argv=None) -> dict:
     if args.child:
         print(json.dumps(child(args.child, args.batch)))
         return {}
-    skipped = {f: why for f in FRAMEWORKS if (why := available(f))}
+    sys.path.insert(0, str(HERE))
+    import zoo_step
+
+    skipped = {f: why for f in FRAMEWORKS
+               if (why := zoo_step.available("s4tf_xla" if "s4tf" in f else f, "resnet56"))}
     runs: dict = {f: [] for f in FRAMEWORKS if f not in skipped}
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory() as cache:

@@ -121,17 +121,11 @@ def main(argv=None) -> dict:
     if args.child:
         print(json.dumps(child(args.child, args.steps, args.checked)))
         return {}
-    try:
-        import jax  # noqa: F401
-    except ImportError as error:
-        report = {"skipped": f"jax is not installed ({error})"}
-        print(json.dumps(report))
-        return report
-    report = {}
-    for model in args.models.split(","):
-        report[model] = compare(model, args.rounds, args.steps, args.checked)
-        print(json.dumps({model: report[model]}), flush=True)
-    return report
+    sys.path.insert(0, str(HERE))
+    import xla_step
+
+    return xla_step.each_model(args.models.split(","), lambda model: compare(
+        model, args.rounds, args.steps, args.checked))
 
 
 if __name__ == "__main__":

@@ -114,27 +114,9 @@ def s4tf_resnet(batch: int):
 
 
 def jax_resnet(batch: int):
-    import jax
-    import jax.numpy as jnp
-
     images, labels = zoo_step.random_batch(batch, 32)
-    forward, params, bn_state = zoo_step.jax_resnet(zoo_step.MODELS["resnet56"])
-    x, y = jnp.asarray(images), jnp.asarray(labels)
-
-    def loss_fn(params, bn_state):
-        logits, bn_state = forward(params, bn_state, x)
-        losses = -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)
-        return losses.mean(), bn_state
-
-    def step(params, velocity, bn_state):
-        (loss, bn_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, bn_state)
-        velocity = jax.tree_util.tree_map(
-            lambda v, g: zoo_step.MOMENTUM * v - zoo_step.LEARNING_RATE * g, velocity, grads)
-        params = jax.tree_util.tree_map(lambda p, v: p + v, params, velocity)
-        return params, velocity, bn_state, loss
-
-    step = jax.jit(step, donate_argnums=(0, 1, 2))
-    state = {"args": (params, jax.tree_util.tree_map(jnp.zeros_like, params), bn_state)}
+    step, arguments = zoo_step.jax_training_step(zoo_step.MODELS["resnet56"], images, labels)
+    state = {"args": arguments}
 
     def run_step():
         *args, state["loss"] = step(*state.pop("args"))
@@ -207,6 +189,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--batch", type=int, default=None, help="default: 128 LeNet, 64 ResNet")
     args = parser.parse_args(argv)
+    return each_model(args.models.split(","), lambda name: compare(
+        name, args.rounds, args.steps, args.warmup, args.batch))
+
+
+def each_model(names, measure) -> dict:
+    """``{name: measure(name)}``, each printed as a JSON line when done; skipped without JAX."""
     try:
         import jax  # noqa: F401
     except ImportError as error:
@@ -214,8 +202,8 @@ def main(argv=None) -> dict:
         print(json.dumps(report))
         return report
     report = {}
-    for name in args.models.split(","):
-        report[name] = compare(name, args.rounds, args.steps, args.warmup, args.batch)
+    for name in names:
+        report[name] = measure(name)
         print(json.dumps({name: report[name]}), flush=True)
     return report
 

@@ -224,8 +224,28 @@ def jax_resnet(spec: dict, seed: int = 0):
     return forward, params, state
 
 
-def run_jax(spec: dict, images, labels, steps: int, warmup: int) -> dict:
-    """The plain-JAX twin of the CIFAR ResNets: one ``jax.jit`` step, every buffer donated."""
+def momentum_step(loss_fn):
+    """``step(params, velocity, state) -> (params, velocity, state, loss)``: SGD with momentum.
+
+    ``loss_fn(params, state)`` returns the loss and the new BatchNorm state.
+    """
+    import jax
+
+    def step(params, velocity, state):
+        (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, state)
+        velocity = jax.tree_util.tree_map(lambda v, g: MOMENTUM * v - LEARNING_RATE * g,
+                                          velocity, grads)
+        params = jax.tree_util.tree_map(lambda p, v: p + v, params, velocity)
+        return params, velocity, state, loss
+
+    return step
+
+
+def jax_training_step(spec: dict, images, labels):
+    """The plain-JAX twin's step, jitted with every buffer donated, and its first arguments.
+
+    ``step(params, velocity, state)`` returns them updated and the loss.
+    """
     import jax
     import jax.numpy as jnp
 
@@ -238,24 +258,27 @@ def run_jax(spec: dict, images, labels, steps: int, warmup: int) -> dict:
         losses = -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)
         return losses.mean(), state
 
-    def step(params, velocity, state):
-        (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, state)
-        velocity = jax.tree_util.tree_map(lambda v, g: MOMENTUM * v - LEARNING_RATE * g,
-                                          velocity, grads)
-        params = jax.tree_util.tree_map(lambda p, v: p + v, params, velocity)
-        return params, velocity, state, loss
+    return jax.jit(momentum_step(loss_fn), donate_argnums=(0, 1, 2)), (params, velocity, state)
 
-    step = jax.jit(step, donate_argnums=(0, 1, 2))
+
+def timed_steps(step, arguments: tuple, batch: int, steps: int, warmup: int) -> dict:
+    """Run ``*arguments, loss = step(*arguments)`` for warm-up and timed steps: the JSON row."""
     loss, start, first = None, time.perf_counter(), None
     for i in range(warmup + steps):
         if i == warmup:
             float(loss)
             first, start = time.perf_counter() - start, time.perf_counter()
-        params, velocity, state, loss = step(params, velocity, state)
+        *arguments, loss = step(*arguments)
     final = float(loss)
-    result = _per_second(time.perf_counter() - start, steps, len(images))
+    result = _per_second(time.perf_counter() - start, steps, batch)
     result.update(first_steps_s=round(first, 2), final_loss=round(final, 4))
     return result
+
+
+def run_jax(spec: dict, images, labels, steps: int, warmup: int) -> dict:
+    """The plain-JAX twin of the CIFAR ResNets: one ``jax.jit`` step, every buffer donated."""
+    step, arguments = jax_training_step(spec, images, labels)
+    return timed_steps(step, arguments, len(images), steps, warmup)
 
 
 # --- Equinox --------------------------------------------------------------------------------
@@ -396,24 +419,8 @@ def run_equinox(spec: dict, images, labels, steps: int, warmup: int) -> dict:
         losses = -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)
         return losses.mean(), state
 
-    @eqx.filter_jit(donate="all")
-    def step(params, velocity, state):
-        (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, state)
-        velocity = jax.tree_util.tree_map(lambda v, g: MOMENTUM * v - LEARNING_RATE * g,
-                                          velocity, grads)
-        params = jax.tree_util.tree_map(lambda p, v: p + v, params, velocity)
-        return params, velocity, state, loss
-
-    loss, start, first = None, time.perf_counter(), None
-    for i in range(warmup + steps):
-        if i == warmup:
-            float(loss)
-            first, start = time.perf_counter() - start, time.perf_counter()
-        params, velocity, state, loss = step(params, velocity, state)
-    final = float(loss)
-    result = _per_second(time.perf_counter() - start, steps, len(images))
-    result.update(first_steps_s=round(first, 2), final_loss=round(final, 4))
-    return result
+    step = eqx.filter_jit(momentum_step(loss_fn), donate="all")
+    return timed_steps(step, (params, velocity, state), len(images), steps, warmup)
 
 
 RUNNERS = {
