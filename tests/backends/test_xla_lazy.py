@@ -258,3 +258,15 @@ def test_a_script_may_end_while_its_last_step_still_runs():
     done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_RUNNING], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+
+
+def test_a_cast_or_reshape_that_changes_nothing_records_no_node():
+    with s4tf.backend("xla"):
+        x = s4tf.ones([2, 3]) * 2.0
+        before = s4tf.xla.metrics()["traced_ops"]
+        same = [x.astype(s4tf.float32), x.reshape([2, 3]), s4tf.broadcast_to(x, [2, 3])]
+        assert s4tf.xla.metrics()["traced_ops"] == before
+        changed = x.astype(s4tf.float64)
+        assert s4tf.xla.metrics()["traced_ops"] == before + 1
+    assert all(t.tolist() == [[2.0] * 3] * 2 for t in same)
+    assert changed.dtype == s4tf.float64 and changed.tolist() == [[2.0] * 3] * 2

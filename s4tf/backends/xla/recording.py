@@ -22,6 +22,8 @@ _ATOMS = (int, float, str, bool, type(None), type(Ellipsis), np.dtype)
 # float subclass that freeze() tells apart from float, so it is not here).
 _PLAIN = frozenset((int, float, str, bool, type(None), type(Ellipsis), DType))
 _interned: dict = {}
+# Kernels whose result is their input when its shape and dtype come out unchanged.
+_UNCHANGED_WHEN_SAME = frozenset(("cast", "reshape", "broadcast_to"))
 
 
 def freeze(value):
@@ -115,6 +117,16 @@ class LazyKernels:
             pkey, params = param_key(params) if params else ((), params)
             shape, dtype = infer(name, pkey, params, inputs)
             return record(name, inputs, params, pkey, shape, dtype)
+
+        if name in _UNCHANGED_WHEN_SAME:
+            def recorder(x, **params):
+                # A cast to the dtype it has, a reshape or broadcast to the shape it
+                # has: the value itself (lazy values are never written), no node.
+                pkey, params = param_key(params)
+                shape, dtype = infer(name, pkey, params, (x,))
+                if shape == x.shape and dtype == x.dtype:
+                    return x
+                return record(name, (x,), params, pkey, shape, dtype)
 
         recorder.__name__ = name
         # Cache on the instance: __getattr__ runs once per kernel name.
