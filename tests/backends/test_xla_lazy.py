@@ -205,9 +205,13 @@ def test_s4tf_xla_is_the_backend_package_and_imports_no_jax():
         "from s4tf.xla import RecompilationWarning, ZERO_METRICS, metrics, reset_metrics\n"
         "assert xla is s4tf.xla is sys.modules['s4tf.backends.xla']\n"
         "assert metrics() == ZERO_METRICS and 'jax' not in sys.modules\n"
+        "import gc\n"
+        "assert gc.get_freeze_count() == 0\n"
         "s4tf.set_backend('xla')\n"
         "import jax\n"
         "assert jax.config.jax_enable_x64\n"
+        # JAX's objects leave the cycle collector's passes once the backend loads.
+        "assert gc.get_freeze_count() > 50_000, gc.get_freeze_count()\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -11,12 +11,21 @@
   (``JAX_COMPILATION_CACHE_DIR``), that one is kept as configured.
 * A count of the executables JAX loaded from that cache
   (:func:`persistent_cache_hits`), read from JAX's own monitoring events.
+* The objects alive at that moment (JAX's modules above all: ~150,000 of
+  them) move to the cycle collector's permanent generation (``gc.freeze``),
+  after one collection. Recording a training step allocates thousands of
+  objects, which makes the collector run its full passes; walking JAX's
+  objects in each of them took a third of the time a ResNet-56 step spent
+  recording. Reference counting still frees every frozen object; only a
+  reference cycle among objects that already existed when the backend loaded
+  would no longer be collected.
 
 Every module of this package that imports JAX imports this one first.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import warnings
 
@@ -72,3 +81,5 @@ _directory = cache_directory()
 if _directory is not None:
     _use_persistent_cache(_directory)
 jax.monitoring.register_event_listener(_count_hits)
+gc.collect()
+gc.freeze()
