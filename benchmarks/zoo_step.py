@@ -10,13 +10,15 @@ training mode (BatchNorm batch statistics):
 * ``mobilenet_v2_0.5``: ``models.MobileNetV2(width_multiplier=0.5, classes=10)``
   at 64x64, batch 64 (PyTorch: ``torchvision.models.mobilenet_v2``).
 
-Peers run when importable: ``torch`` (CPU eager; torchvision for MobileNetV2)
-and ``equinox`` (the same networks written below, one ``jax.jit`` step with
-donation). The JSON holds examples/s per framework and the ratios of s4tf to
+Peers run when importable: ``torch`` (CPU eager; torchvision for MobileNetV2),
+``equinox`` (the same networks written below, one ``jax.jit`` step with
+donation) and ``jax`` (the ResNets as plain JAX functions, NHWC like s4tf, one
+``jax.jit`` step with donation: what the lazy backend's compiled step is
+measured against). The JSON holds examples/s per framework and the ratios of s4tf to
 each peer (higher is faster for s4tf).
 
 Usage: ``python benchmarks/zoo_step.py [--models resnet20,resnet56,mobilenet_v2_0.5]
-[--frameworks s4tf_naive,s4tf_xla,torch,equinox] [--steps 5] [--warmup 2] [--batch 64]``.
+[--frameworks s4tf_naive,s4tf_xla,torch,equinox,jax] [--steps 5] [--warmup 2] [--batch 64]``.
 """
 
 from __future__ import annotations
@@ -142,6 +144,141 @@ def run_torch(spec: dict, images, labels, steps: int, warmup: int) -> dict:
     result.update(first_steps_s=round(first, 2), final_loss=round(float(loss), 4),
                   threads=torch.get_num_threads())
     return result
+
+
+# --- plain JAX ------------------------------------------------------------------------------
+
+def jax_resnet(spec: dict, seed: int = 0):
+    """The CIFAR ResNet as plain JAX functions over dicts of arrays (NHWC, HWIO), float32.
+
+    The same computation s4tf's ``models.ResNet(stem="cifar")`` records: bias-free
+    3x3 convolutions padded by 1 on both sides (1x1 projections unpadded),
+    BatchNorm over the batch with epsilon 1e-5 and running statistics kept at
+    0.9 per step, ReLU, global average pooling and a dense classifier.
+    Returns ``(forward, params, state)``; ``forward(params, state, x)`` returns
+    the logits and the new running statistics.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = np.random.default_rng(seed)
+
+    def conv_params(size, cin, cout):
+        scale = np.sqrt(2.0 / (size * size * cin))
+        return jnp.asarray((rng.normal(size=(size, size, cin, cout)) * scale).astype(np.float32))
+
+    def norm_params(c):
+        return ({"scale": jnp.ones(c, jnp.float32), "offset": jnp.zeros(c, jnp.float32)},
+                {"mean": jnp.zeros(c, jnp.float32), "variance": jnp.ones(c, jnp.float32)})
+
+    def conv(x, w, stride):
+        pad = w.shape[0] // 2
+        return lax.conv_general_dilated(x, w, (stride, stride), ((pad, pad), (pad, pad)),
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                        precision=lax.Precision.HIGHEST)
+
+    def batch_norm(x, p, s):
+        mean = x.mean(axis=(0, 1, 2))
+        centered = x - mean
+        variance = (centered * centered).mean(axis=(0, 1, 2))
+        new = {"mean": s["mean"] * 0.9 + mean * 0.1,
+               "variance": s["variance"] * 0.9 + variance * 0.1}
+        return centered * lax.rsqrt(variance + 1e-5) * p["scale"] + p["offset"], new
+
+    n = (spec["depth"] - 2) // 6
+    params, state, strides = {"stem": {"w": conv_params(3, 3, 16)}}, {}, {}
+    params["stem"]["bn"], state["stem"] = norm_params(16)
+    cin, names = 16, []
+    for stage, cout in enumerate((16, 32, 64)):
+        for i in range(n):
+            name, stride = f"block{stage}_{i}", 2 if stage > 0 and i == 0 else 1
+            block, block_state = {"w1": conv_params(3, cin, cout), "w2": conv_params(3, cout, cout)}, {}
+            block["bn1"], block_state["bn1"] = norm_params(cout)
+            block["bn2"], block_state["bn2"] = norm_params(cout)
+            if stride != 1 or cin != cout:
+                block["wp"] = conv_params(1, cin, cout)
+                block["bnp"], block_state["bnp"] = norm_params(cout)
+            params[name], state[name], strides[name] = block, block_state, stride
+            names.append(name)
+            cin = cout
+    params["fc"] = {"w": jnp.asarray((rng.normal(size=(64, 10)) / 8).astype(np.float32)),
+                    "b": jnp.zeros(10, jnp.float32)}
+
+    def forward(params, state, x):
+        new_state = {"stem": {}}
+        x, new_state["stem"] = batch_norm(conv(x, params["stem"]["w"], 1), params["stem"]["bn"],
+                                          state["stem"])
+        x = jax.nn.relu(x)
+        for name in names:
+            p, s, stride, new = params[name], state[name], strides[name], {}
+            y, new["bn1"] = batch_norm(conv(x, p["w1"], stride), p["bn1"], s["bn1"])
+            y, new["bn2"] = batch_norm(conv(jax.nn.relu(y), p["w2"], 1), p["bn2"], s["bn2"])
+            if "wp" in p:
+                x, new["bnp"] = batch_norm(conv(x, p["wp"], stride), p["bnp"], s["bnp"])
+            x = jax.nn.relu(x + y)
+            new_state[name] = new
+        logits = x.mean(axis=(1, 2)) @ params["fc"]["w"] + params["fc"]["b"]
+        return logits, new_state
+
+    return forward, params, state
+
+
+def momentum_step(loss_fn):
+    """``step(params, velocity, state) -> (params, velocity, state, loss)``: SGD with momentum.
+
+    ``loss_fn(params, state)`` returns the loss and the new BatchNorm state.
+    """
+    import jax
+
+    def step(params, velocity, state):
+        (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, state)
+        velocity = jax.tree_util.tree_map(lambda v, g: MOMENTUM * v - LEARNING_RATE * g,
+                                          velocity, grads)
+        params = jax.tree_util.tree_map(lambda p, v: p + v, params, velocity)
+        return params, velocity, state, loss
+
+    return step
+
+
+def jax_training_step(spec: dict, images, labels):
+    """The plain-JAX twin's step, jitted with every buffer donated, and its first arguments.
+
+    ``step(params, velocity, state)`` returns them updated and the loss.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    forward, params, state = jax_resnet(spec)
+    velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
+    x, y = jnp.asarray(images), jnp.asarray(labels)
+
+    def loss_fn(params, state):
+        logits, state = forward(params, state, x)
+        losses = -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)
+        return losses.mean(), state
+
+    return jax.jit(momentum_step(loss_fn), donate_argnums=(0, 1, 2)), (params, velocity, state)
+
+
+def timed_steps(step, arguments: tuple, batch: int, steps: int, warmup: int) -> dict:
+    """Run ``*arguments, loss = step(*arguments)`` for warm-up and timed steps: the JSON row."""
+    loss, start, first = None, time.perf_counter(), None
+    for i in range(warmup + steps):
+        if i == warmup:
+            float(loss)
+            first, start = time.perf_counter() - start, time.perf_counter()
+        *arguments, loss = step(*arguments)
+    final = float(loss)
+    result = _per_second(time.perf_counter() - start, steps, batch)
+    result.update(first_steps_s=round(first, 2), final_loss=round(final, 4))
+    return result
+
+
+def run_jax(spec: dict, images, labels, steps: int, warmup: int) -> dict:
+    """The plain-JAX twin of the CIFAR ResNets: one ``jax.jit`` step, every buffer donated."""
+    step, arguments = jax_training_step(spec, images, labels)
+    return timed_steps(step, arguments, len(images), steps, warmup)
 
 
 # --- Equinox --------------------------------------------------------------------------------
@@ -282,24 +419,8 @@ def run_equinox(spec: dict, images, labels, steps: int, warmup: int) -> dict:
         losses = -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)
         return losses.mean(), state
 
-    @eqx.filter_jit(donate="all")
-    def step(params, velocity, state):
-        (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, state)
-        velocity = jax.tree_util.tree_map(lambda v, g: MOMENTUM * v - LEARNING_RATE * g,
-                                          velocity, grads)
-        params = jax.tree_util.tree_map(lambda p, v: p + v, params, velocity)
-        return params, velocity, state, loss
-
-    loss, start, first = None, time.perf_counter(), None
-    for i in range(warmup + steps):
-        if i == warmup:
-            float(loss)
-            first, start = time.perf_counter() - start, time.perf_counter()
-        params, velocity, state, loss = step(params, velocity, state)
-    final = float(loss)
-    result = _per_second(time.perf_counter() - start, steps, len(images))
-    result.update(first_steps_s=round(first, 2), final_loss=round(final, 4))
-    return result
+    step = eqx.filter_jit(momentum_step(loss_fn), donate="all")
+    return timed_steps(step, (params, velocity, state), len(images), steps, warmup)
 
 
 RUNNERS = {
@@ -307,12 +428,15 @@ RUNNERS = {
     "s4tf_xla": lambda *a: run_s4tf("xla", *a),
     "torch": run_torch,
     "equinox": run_equinox,
+    "jax": run_jax,
 }
 
 
-def available(framework: str) -> str | None:
+def available(framework: str, model: str) -> str | None:
     """None when the framework can run, else why not."""
-    module = {"torch": "torch", "equinox": "equinox", "s4tf_xla": "jax"}.get(framework)
+    module = {"torch": "torch", "equinox": "equinox", "s4tf_xla": "jax", "jax": "jax"}.get(framework)
+    if framework == "jax" and MODELS[model]["kind"] != "resnet":
+        return "the plain-JAX twin is written for the CIFAR ResNets only"
     if module is None:
         return None
     try:
@@ -336,13 +460,13 @@ def main(argv=None) -> dict:
         images, labels = random_batch(arguments.batch, spec["size"])
         results = {}
         for framework in arguments.frameworks.split(","):
-            reason = available(framework)
+            reason = available(framework, name)
             results[framework] = ({"skipped": reason} if reason else
                                   RUNNERS[framework](spec, images, labels, arguments.steps,
                                                      arguments.warmup))
         ratios = {}
         for mine in ("s4tf_naive", "s4tf_xla"):
-            for peer in ("torch", "equinox"):
+            for peer in ("torch", "equinox", "jax"):
                 a, b = results.get(mine, {}), results.get(peer, {})
                 if "examples_per_s" in a and "examples_per_s" in b:
                     ratios[f"{mine}/{peer}"] = round(a["examples_per_s"] / b["examples_per_s"], 3)

@@ -14,6 +14,7 @@ import pytest
 
 if importlib.util.find_spec("cupy") is None:
     os.environ.setdefault("S4TF_CUPY_STANDIN", "numpy")
+os.environ.setdefault("S4TF_CACHE_DIR", "")  # no persistent XLA cache in the user's home
 
 import s4tf  # noqa: E402  (after choosing the CuPy stand-in)
 

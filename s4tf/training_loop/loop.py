@@ -172,6 +172,7 @@ class TrainingLoop:
             display.start_epoch(epoch, epochs, _length(self.training))
             batches = _same_size_batches(self.training, self.drop_remainder,
                                          lambda short, full: self._dropped(display, short, full))
+            shown: dict = {}  # the running metrics as of the previous step
             for batch, (data, labels) in enumerate(batches):
                 if self.strategy is not None:
                     data, labels = self.strategy.shard((data, labels))
@@ -193,7 +194,12 @@ class TrainingLoop:
                 barrier()
                 self.step += 1
                 self._fire("on_batch_end", batch, loss_value)
-                display.advance(lambda: self._results(self.metrics))
+                # A live bar reads the metrics as of the previous step: that waits for
+                # the previous step only, so the device runs this one (the barrier
+                # returned at its launch) while the next is recorded. The epoch's
+                # line reads the final sums, exactly.
+                display.advance(lambda shown=shown: {name: read() for name, read in shown.items()})
+                shown = {metric.name: metric.snapshot() for metric in self.metrics}
                 if self.stop_training:
                     break
             batches.close()

@@ -50,10 +50,34 @@ class Metric:
 
     def result(self) -> float:
         """The average so far (reads the accumulated tensor: a sync point)."""
-        if self._count == 0:
-            return float("nan")
-        total = self._total
-        return float(total.numpy()) / self._count if isinstance(total, Tensor) else total / self._count
+        return _average(self._total, self._count)
+
+    def snapshot(self) -> Callable[[], float]:
+        """The average as of now, to read later: waits only for the batches seen so far.
+
+        The training loop's live bar reads the previous step's snapshot after
+        launching the next step, so the device runs that step while Python
+        records the one after it.
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> from s4tf.training_loop import Mean
+        >>> m = Mean()
+        >>> m.update(loss=s4tf.Tensor(2.0), output=None, labels=s4tf.Tensor([0]))
+        >>> before = m.snapshot()
+        >>> m.update(loss=s4tf.Tensor(4.0), output=None, labels=s4tf.Tensor([0]))
+        >>> before(), m.result()
+        (2.0, 3.0)
+        """
+        total, count = self._total, self._count
+        return lambda: _average(total, count)
+
+
+def _average(total, count: int) -> float:
+    if count == 0:
+        return float("nan")
+    return float(total.numpy()) / count if isinstance(total, Tensor) else total / count
 
 
 class Mean(Metric):

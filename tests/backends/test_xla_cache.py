@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -10,6 +15,8 @@ import pytest
 import s4tf
 
 pytest.importorskip("jax")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class MLP(s4tf.Differentiable):
@@ -164,3 +171,75 @@ def test_the_recompilation_warning_points_at_the_users_line(monkeypatch):
                         if line.strip() == "s4tf.barrier()")
     assert (first.filename, first.lineno) == (__file__, barrier_line)
     assert f"{__file__}:{barrier_line}: s4tf.barrier() has compiled" in str(first.message)
+
+
+# A training step of _train's MLP in a fresh process, reporting what compiled.
+_STEP_SCRIPT = """
+import json, os, sys
+sys.path.insert(0, os.environ["TESTS_DIR"])
+import s4tf
+from test_xla_cache import _train
+s4tf.set_backend("xla")
+_train(2)
+import jax
+print(json.dumps({**s4tf.xla.metrics(), "jax_cache_dir": jax.config.jax_compilation_cache_dir}))
+"""
+
+
+def _step_in_a_new_process(cache_dir: str | None) -> dict:
+    """Run _STEP_SCRIPT with S4TF_CACHE_DIR=cache_dir (None: unset) and return its metrics."""
+    env = {**os.environ, "S4TF_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT),
+           "TESTS_DIR": str(pathlib.Path(__file__).parent)}
+    if cache_dir is None:
+        del env["S4TF_CACHE_DIR"]
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    done = subprocess.run([sys.executable, "-c", _STEP_SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_its_programs_from_the_persistent_cache(tmp_path):
+    cache = tmp_path / "xla-cache"
+    first = _step_in_a_new_process(str(cache))
+    assert first["compiles"] >= 1 and first["persistent_cache_hits"] == 0, first
+    assert first["jax_cache_dir"] == str(cache) and any(cache.iterdir())
+    second = _step_in_a_new_process(str(cache))
+    # JAX's own cache-hit event: XLA compiled nothing in the second process.
+    assert second["compiles"] == first["compiles"], second
+    assert second["persistent_cache_hits"] == second["compiles"], second
+
+
+def test_an_empty_cache_dir_turns_the_persistent_cache_off(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))  # the default cache would land here
+    done = _step_in_a_new_process("")
+    assert done["jax_cache_dir"] is None and done["persistent_cache_hits"] == 0, done
+    assert not any(home.iterdir())
+
+
+def test_the_persistent_cache_is_on_by_default_under_the_users_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    done = _step_in_a_new_process(None)
+    default = tmp_path / ".cache" / "s4tf" / "xla"
+    assert done["jax_cache_dir"] == str(default) and any(default.iterdir()), done
+
+
+def _table_sizes() -> dict:
+    """Every table the lazy backend keeps between steps, by size."""
+    from s4tf.backends.xla import compiler, counters, graph, recording, scalar_buffers, shapes
+
+    return {"shapes": len(shapes._cache), "parameter keys": len(recording._interned),
+            "scalar buffers": scalar_buffers.cached_count(), "executables": compiler.cache_size(),
+            "compile sites": len(counters._sites), "pending": graph.pending_count()}
+
+
+def test_the_backends_tables_stay_the_same_size_from_step_to_step():
+    # A table keyed by something that changes every step (here the learning rate,
+    # a new Python float each step) would grow with the run: memory per step.
+    with s4tf.backend("xla"):
+        _train(3)
+        warm = _table_sizes()
+        _train(12, lr_of=lambda i: 0.1 / (1 + i))
+        assert _table_sizes() == warm

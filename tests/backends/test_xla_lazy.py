@@ -205,11 +205,72 @@ def test_s4tf_xla_is_the_backend_package_and_imports_no_jax():
         "from s4tf.xla import RecompilationWarning, ZERO_METRICS, metrics, reset_metrics\n"
         "assert xla is s4tf.xla is sys.modules['s4tf.backends.xla']\n"
         "assert metrics() == ZERO_METRICS and 'jax' not in sys.modules\n"
+        "import gc\n"
+        "assert gc.get_freeze_count() == 0\n"
         "s4tf.set_backend('xla')\n"
         "import jax\n"
         "assert jax.config.jax_enable_x64\n"
+        # JAX's objects leave the cycle collector's passes once the backend loads.
+        "assert gc.get_freeze_count() > 50_000, gc.get_freeze_count()\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_each_python_scalar_is_a_parameter_of_its_own_sharing_a_buffer_by_value():
+    # One parameter per scalar keeps XLA's fused kernels alike (compiled once per
+    # kind); equal values share one device buffer, so a step transfers nothing new.
+    with s4tf.backend("xla"):
+        x = s4tf.ones([4])
+        y = x * 0.5 + x * 0.5 - x * 0.25
+    trace = graph.collect()
+    host = [a for a in trace.arguments if a is not x._data.buffer]
+    assert len(host) == 3 and host[0] is host[1] and host[0] is not host[2]
+    assert [float(a) for a in host] == [0.5, 0.5, 0.25]
+    graph.execute(trace)
+    assert y.tolist() == [0.75] * 4
+
+
+_EXIT_WHILE_RUNNING = """
+import numpy as np, s4tf
+from s4tf.backends.xla import graph
+record = graph.record
+graph.record = lambda *args: record(*args)  # module teardown order that met the crash
+rng = np.random.default_rng(0)
+with s4tf.backend("xla"):
+    model = s4tf.models.ResNet(depth=56, classes=10, stem="cifar")
+    x = s4tf.Tensor(rng.uniform(size=(16, 32, 32, 3)).astype(np.float32))
+    y = s4tf.Tensor(rng.integers(0, 10, size=16))
+    opt = s4tf.optimizers.SGD(model, learning_rate=0.01, momentum=0.9)
+    with s4tf.training():
+        for _ in range(2):
+            loss, grads = s4tf.value_with_gradient(
+                model, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=y))
+            model = opt.update(model, grads)
+            del grads
+            s4tf.barrier()
+# the script ends while the last step still runs
+"""
+
+
+def test_a_script_may_end_while_its_last_step_still_runs():
+    # Without waiting for launched steps at exit, the interpreter's teardown freed
+    # buffers under the running program: a segmentation fault after the last line
+    # (every run of this script, here).
+    done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_RUNNING], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+
+
+def test_a_cast_or_reshape_that_changes_nothing_records_no_node():
+    with s4tf.backend("xla"):
+        x = s4tf.ones([2, 3]) * 2.0
+        before = s4tf.xla.metrics()["traced_ops"]
+        same = [x.astype(s4tf.float32), x.reshape([2, 3]), s4tf.broadcast_to(x, [2, 3])]
+        assert s4tf.xla.metrics()["traced_ops"] == before
+        changed = x.astype(s4tf.float64)
+        assert s4tf.xla.metrics()["traced_ops"] == before + 1
+    assert all(t.tolist() == [[2.0] * 3] * 2 for t in same)
+    assert changed.dtype == s4tf.float64 and changed.tolist() == [[2.0] * 3] * 2

@@ -83,3 +83,33 @@ def test_showing_progress_starts_no_extra_pass_over_the_data(monkeypatch, stream
                              optimizer=optimizers.SGD(model), loss=s4tf.softmax_cross_entropy)
     loop.fit(model, epochs=2)
     assert (data.epoch, validation.epoch) == (2, 2)
+
+
+def test_the_live_bar_reads_the_previous_steps_metrics_and_the_epoch_line_is_exact(
+        monkeypatch, backend):
+    # Reading the step just launched would wait for the device; the bar reads the
+    # sums as of the step before, so the device runs one step while the next traces.
+    from s4tf.training_loop.display import EpochDisplay
+
+    seen = []
+    advance = EpochDisplay.advance
+    monkeypatch.setattr(EpochDisplay, "advance",
+                        lambda self, running: (seen.append(running()), advance(self, running)))
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(12, 3)).astype(np.float32), rng.integers(0, 2, size=12)
+    s4tf.random.seed(0)
+    model = layers.Dense(3, 2)
+    with s4tf.backend(backend):
+        data = Batches.from_arrays(x, y, batch_size=4, prefetch=False)
+        per_batch = [float(s4tf.softmax_cross_entropy(logits=model(s4tf.Tensor(x[i:i + 4])),
+                                                      labels=s4tf.Tensor(y[i:i + 4])))
+                     for i in (0, 4, 8)]
+        model = s4tf.to_backend(model, backend)
+        loop = s4tf.TrainingLoop(training=data, optimizer=optimizers.SGD(model, learning_rate=0.0),
+                                 loss=s4tf.softmax_cross_entropy, metrics=("loss",),
+                                 progress=False)
+        loop.fit(model, epochs=1)
+    assert seen[0] == {}
+    for k in (1, 2):
+        assert seen[k]["loss"] == pytest.approx(np.mean(per_batch[:k]), abs=1e-6)
+    assert loop.history[-1]["loss"] == pytest.approx(np.mean(per_batch), abs=1e-6)

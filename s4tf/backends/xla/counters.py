@@ -23,14 +23,17 @@ __all__ = ["COUNTERS", "ZERO_METRICS", "RecompilationWarning", "metrics", "note_
 ZERO_METRICS = {
     "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
     "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
-    "collectives": (),
+    "collectives": (), "persistent_cache_hits": 0,
 }
 COUNTERS: dict = dict(ZERO_METRICS)
 
 # A place that compiles this many distinct traces is warming up (the first step
 # often differs from the next, a last smaller batch adds one more); past it, warn.
 WARN_AFTER = int(os.environ.get("S4TF_XLA_RECOMPILE_WARN_AFTER", "4"))
-_sites: dict[str, list] = {}
+# Per line of user code: how many traces it compiled and the summary of the
+# last one (the warning names what changed since it); not every summary, which
+# would grow with each compile of a program that keeps recompiling.
+_sites: dict[str, tuple[int, dict]] = {}
 
 
 class RecompilationWarning(UserWarning):
@@ -52,8 +55,11 @@ def metrics() -> dict:
         ``compiles`` (graphs compiled by XLA), ``cache_hits`` (graphs found
         compiled), ``traced_ops`` (IR nodes recorded), ``executions`` (compiled
         graphs run), ``compile_time`` / ``execute_time`` / ``graph_time``
-        (seconds spent compiling, dispatching, and collecting + hashing graphs)
-        ``donated_buffers`` (input buffers handed to XLA for reuse), ``devices``
+        (seconds spent compiling, dispatching, and collecting + hashing graphs;
+        a compile that JAX's persistent cache served only loads the program)
+        ``persistent_cache_hits`` (of those compiles, how many XLA skipped
+        because an earlier process had compiled the same program: see
+        ``S4TF_CACHE_DIR``), ``donated_buffers`` (input buffers handed to XLA for reuse), ``devices``
         (how many devices the last graph ran on: more than one under a
         :mod:`s4tf.distributed` strategy) and ``collectives`` (the collective
         operations XLA inserted into that graph, e.g. ``("all-reduce",)`` for
@@ -122,7 +128,12 @@ def _describe_change(old: dict, new: dict) -> str:
     return "; ".join(changes) or "static parameters of some op changed (e.g. an axis or a slice)"
 
 
-def note_compile(key, trace_hash: str, seconds: float, n_ops: int) -> None:
+def trace_name(trace_hash: int) -> str:
+    """A short name for a trace in ``S4TF_DEBUG`` output (stable within a process)."""
+    return f"{trace_hash & 0xFFFFFFFFFFFF:012x}"
+
+
+def note_compile(key, trace_hash: int, seconds: float, n_ops: int) -> None:
     """Count a compile, print it under ``S4TF_DEBUG=1`` and warn on repeated recompiles.
 
     Compiles are counted per line of user code (the first frame outside s4tf),
@@ -132,15 +143,15 @@ def note_compile(key, trace_hash: str, seconds: float, n_ops: int) -> None:
     COUNTERS["compiles"] += 1
     COUNTERS["compile_time"] += seconds
     if debug_enabled():
-        print(f"s4tf.xla: compile trace {trace_hash} ({n_ops} ops) at {site} in {seconds * 1e3:.1f} ms",
+        print(f"s4tf.xla: compile trace {trace_name(trace_hash)} ({n_ops} ops) at {site} in {seconds * 1e3:.1f} ms",
               file=sys.stderr)
-    history = _sites.setdefault(site, [])
+    count, previous = _sites.get(site, (0, None))
     summary = summarize(key)
-    history.append(summary)
-    count = len(history)
+    count += 1
+    _sites[site] = (count, summary)
     # Warn once past the warm-up, then each time the count doubles (not every step).
     if count > WARN_AFTER and (count == WARN_AFTER + 1 or count & (count - 1) == 0):
-        change = _describe_change(history[-2], summary)
+        change = _describe_change(previous, summary) if previous else "nothing: it is the first"
         warnings.warn(
             f"s4tf xla: {site} has compiled {count} different traces; the latest differs from "
             f"the one before in: {change}. Each new trace costs an XLA compile. Keep shapes "
@@ -152,7 +163,7 @@ def note_compile(key, trace_hash: str, seconds: float, n_ops: int) -> None:
         )
 
 
-def note_hit(trace_hash: str) -> None:
+def note_hit(trace_hash: int) -> None:
     COUNTERS["cache_hits"] += 1
     if debug_enabled():
-        print(f"s4tf.xla: cache hit trace {trace_hash}", file=sys.stderr)
+        print(f"s4tf.xla: cache hit trace {trace_name(trace_hash)}", file=sys.stderr)

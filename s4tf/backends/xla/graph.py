@@ -2,7 +2,7 @@
 
 Every pending :class:`LazyArray` is registered, by weak reference, in creation
 order, which is already a topological order (inputs are older than their
-users). A barrier numbers every value in that order (post-order, parameters at
+users). A barrier collects the live ones into a :class:`Trace`, which numbers every value in that order (post-order, parameters at
 their first use), builds the structural key (ops, static params, shapes,
 dtypes, parameter positions; never data), and decides two things by liveness:
 
@@ -16,10 +16,19 @@ Liveness is read from CPython reference counts (minus the references the
 pending graph itself explains, minus a baseline calibrated at import), never
 from the cycle collector; anything that cannot be explained counts as live,
 which only costs an extra output or a missed donation.
+
+A barrier is :func:`collect` (the trace, its key and hash; nothing runs), then
+:func:`execute` (the compiler's cached executable runs it; outputs are
+materialised and donated buffers dropped). A captured step can call the two
+apart: ``collect()`` to read a trace's ``hash``, ``compiler.executable(trace)``
+to keep the compiled program.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
 import os
 import sys
 import threading
@@ -32,23 +41,29 @@ from . import compiler
 from .counters import COUNTERS
 from .layouts import check_meshes, placement
 from .lazy import LazyArray
+from .scalar_buffers import device_buffers
 
-__all__ = ["barrier", "pending_count", "record"]
+__all__ = ["Trace", "barrier", "collect", "execute", "pending_count", "record"]
 
 MAX_PENDING = int(os.environ.get("S4TF_XLA_MAX_PENDING", "100000"))
-_pending: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# Weak references to the pending nodes, oldest first (a topological order). A
+# plain list of plain references: a WeakValueDictionary's keyed references with
+# callbacks cost three times as much per node, and dead entries are skipped at
+# the barrier, which empties the list.
+_pending: list = []
+_ref = weakref.ref
 _lock = threading.RLock()
-_since_barrier = 0
+# Each barrier's number, stamped on the arrays it numbers (LazyArray.mark), so
+# their slots and use counts live on the arrays, not in dictionaries keyed by id.
+_barriers = itertools.count(1)
 
 
 def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
-    """A new pending node; runs a barrier first if the trace has grown too large."""
-    global _since_barrier
-    node = LazyArray(shape, dtype, op=op, inputs=inputs, params=params, pkey=pkey)
-    _pending[node.seq] = node
+    """A new pending node; runs a barrier after it if the trace has grown too large."""
+    node = LazyArray(shape, dtype, None, False, op, inputs, params, pkey)
+    _pending.append(_ref(node))
     COUNTERS["traced_ops"] += 1
-    _since_barrier += 1
-    if _since_barrier > MAX_PENDING:
+    if len(_pending) > MAX_PENDING:
         # A loop that never observes a value would otherwise grow one graph forever.
         barrier()
     return node
@@ -56,20 +71,21 @@ def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
 
 def pending_count() -> int:
     """How many pending nodes are alive (tests, diagnostics)."""
-    return len(_pending)
+    return sum(1 for ref in _pending if (node := ref()) is not None and node.op is not None)
 
 
-def _refcounts(arrays, internal) -> list[int]:
-    """Reference counts of ``arrays`` minus the references the pending graph explains."""
-    return [sys.getrefcount(a) - internal.get(id(a), 0) for a in arrays]
+def _refcounts(arrays) -> list[int]:
+    """Reference counts of numbered ``arrays`` minus the references the pending graph explains."""
+    return [sys.getrefcount(a) - a.uses for a in arrays]
 
 
 def _calibrate() -> int | None:
     """The count ``_refcounts`` reports for an array held only by its list."""
     probe = [LazyArray((), np.dtype(np.float32))]
-    base = _refcounts(probe, {})[0]
+    probe[0].uses = 0
+    base = _refcounts(probe)[0]
     alias = probe[0]
-    aliased = _refcounts(probe, {})[0]
+    aliased = _refcounts(probe)[0]
     del alias
     # If one alias does not show as exactly one more, refcounts cannot be trusted
     # here (another interpreter): treat everything as live and donate nothing.
@@ -79,44 +95,129 @@ def _calibrate() -> int | None:
 _BASELINE = _calibrate()
 
 
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """Hold the cycle collector off while a barrier builds and drops its temporaries.
+
+    A barrier allocates a few tuples per node, all gone when it returns; left
+    on, the collector would run several times inside it and promote those
+    temporaries to the oldest generation, which brings the next full
+    collection (the whole heap, JAX's modules included) closer.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class Trace:
+    """One collected pending graph: its structural key and what one run of it needs.
+
+    Attributes
+    ----------
+    key : tuple
+        ``(entries, output slots, donated positions)``: every op with its static
+        parameters and argument slots, every parameter's shape, dtype and
+        layout; never data. Equal keys compile to the same program.
+    hash : int
+        ``hash(key)``, computed once.
+    program : list
+        ``(slot, op, params, argument slots)`` per computed value, for the replay.
+    n_slots, parameter_slots, out_slots, donate
+        How the replay numbers values, which slot each argument fills, which
+        slots it returns and which (device) arguments it donates.
+    arguments : tuple
+        The run's arguments: the device buffers, then one buffer per small
+        host value (Python scalars entering ops; :mod:`.scalar_buffers`).
+    """
+
+    __slots__ = ("key", "hash", "program", "n_slots", "parameter_slots", "out_slots", "donate",
+                 "arguments", "_device", "_out_nodes", "_out_positions")
+
+
+def collect() -> Trace | None:
+    """The live pending graph as a :class:`Trace` (None when nothing is pending); runs nothing.
+
+    The pending registry is emptied: the caller must :func:`execute` the trace
+    (or its arrays stay pending forever).
+    """
+    global _pending
+    with _lock, _no_cycle_collection():
+        start = time.perf_counter()
+        refs, _pending = _pending, []
+        nodes = [node for ref in refs if (node := ref()) is not None and node.op is not None]
+        del refs
+        if not nodes:
+            return None
+        trace = Trace()
+        entries, program, device, host = _build(nodes)
+        live = _refcounts(nodes)
+        baseline = _BASELINE
+        out_nodes = [n for n, c in zip(nodes, live, strict=True) if baseline is None or c > baseline]
+        out_slots = list(dict.fromkeys([n.slot for n in out_nodes]))
+        donate = _donations(device, _refcounts(device), out_nodes)
+        del live, nodes
+        trace.key = key = (tuple(entries), tuple(out_slots), donate)
+        trace.hash = hash(key)
+        trace.program, trace.n_slots = program, len(entries)
+        trace.parameter_slots = [x.slot for x in device] + [x.slot for x in host]
+        trace.out_slots, trace.donate = out_slots, donate
+        buffers = [x.buffer for x in device]
+        check_meshes(buffers)
+        trace.arguments = (*buffers, *device_buffers([x.buffer for x in host]))
+        trace._device = device
+        trace._out_nodes = out_nodes
+        position = {s: k for k, s in enumerate(out_slots)}
+        trace._out_positions = [position[n.slot] for n in out_nodes]
+        COUNTERS["graph_time"] += time.perf_counter() - start
+        return trace
+
+
 def _build(nodes):
-    """Number values post-order, share identical subgraphs, build the key entries."""
-    slot, internal, cse = {}, {}, {}
-    entries, program, device, host_layout, host_groups = [], [], [], [], {}
+    """Number values post-order, share identical subgraphs, build the key entries.
+
+    Every array met is stamped with this barrier's number and gets its slot
+    and its count of uses by the graph (``mark``, ``slot``, ``uses``).
+    """
+    mark = next(_barriers)
+    cse: dict = {}
+    entries, program, device, host = [], [], [], []
+    cse_of = cse.get
     for node in nodes:
         args = []
         for x in node.inputs:
             if x is None:
                 args.append(None)
-                continue
-            i = id(x)
-            internal[i] = internal.get(i, 0) + 1
-            s = slot.get(i)
-            if s is None:
+            elif x.mark == mark:
+                x.uses += 1
+                args.append(x.slot)
+            else:
                 if x.op is not None:
                     raise RuntimeError(
                         f"s4tf xla internal error: pending input {x!r} of {node!r} is not "
                         "registered; please report this with the code that triggered it."
                     )
-                s = slot[i] = len(entries)
+                x.mark, x.uses, x.slot = mark, 1, len(entries)
                 if x.host:
-                    group = host_groups.setdefault(x.dtype, [])
-                    host_layout.append((s, x.dtype, len(group), x.shape))
-                    group.append(x)
+                    host.append(x)
                     entries.append(("P", x.shape, x.dtype, "host"))
                 else:
                     device.append(x)
                     # The layout is part of the trace: XLA partitions the step by it.
                     entries.append(("P", x.shape, x.dtype, "device", placement(x.buffer)))
-            args.append(s)
-        signature = (node.op, node.pkey, tuple(args))
-        s = cse.get(signature)
+                args.append(x.slot)
+        args = tuple(args)
+        signature = (node.op, node.pkey, args)
+        s = cse_of(signature)
         if s is None:
             s = cse[signature] = len(entries)
             entries.append(signature)
-            program.append((s, node.op, node.params, signature[2]))
-        slot[id(node)] = s
-    return slot, internal, entries, program, device, host_layout, host_groups
+            program.append((s, node.op, node.params, args))
+        node.mark, node.uses, node.slot = mark, 0, s
+    return entries, program, device, host
 
 
 def _donations(device, alive, out_nodes) -> tuple[int, ...]:
@@ -137,41 +238,31 @@ def _donations(device, alive, out_nodes) -> tuple[int, ...]:
     return tuple(donate)
 
 
-def barrier() -> None:
-    """Compile (or fetch from the cache) and run the graph of all live pending arrays."""
-    global _since_barrier
+def execute(trace: Trace) -> None:
+    """Run ``trace`` (compiling it on a cache miss) and materialise its outputs in place."""
     with _lock:
-        start = time.perf_counter()
-        nodes = list(_pending.values())
-        _since_barrier = 0
-        if not nodes:
-            return
-        slot, internal, entries, program, device, host_layout, host_groups = _build(nodes)
-        live = _refcounts(nodes, internal)
-        out_nodes = [n for n, c in zip(nodes, live, strict=True) if _BASELINE is None or c > _BASELINE]
-        del live
-        out_slots = list(dict.fromkeys(slot[id(n)] for n in out_nodes))
-        donate = _donations(device, _refcounts(device, internal), out_nodes)
-        key = (tuple(entries), tuple(out_slots), donate)
-        # One-element host values of any shape ((), (1,), (1, 1)) pack flat; replay reshapes.
-        packs = [np.array([np.asarray(x.buffer).reshape(()) for x in group], dtype=dtype)
-                 for dtype, group in host_groups.items()]
-        buffers = [x.buffer for x in device]
-        check_meshes(buffers)
-        COUNTERS["graph_time"] += time.perf_counter() - start
-        outs = compiler.run(key, program, len(entries), [slot[id(x)] for x in device],
-                            host_layout, list(host_groups), out_slots, buffers, packs, donate)
-        position = {s: k for k, s in enumerate(out_slots)}
-        by_buffer: dict[int, LazyArray] = {id(b): x for x, b in zip(device, buffers, strict=True)}
-        for node in out_nodes:
-            buffer = outs[position[slot[id(node)]]]
+        outs = compiler.run(trace)
+    with _lock, _no_cycle_collection():
+        device = trace._device
+        by_buffer: dict[int, LazyArray] = {id(x.buffer): x for x in device}
+        for node, k in zip(trace._out_nodes, trace._out_positions, strict=True):
+            buffer = outs[k]
             twin = by_buffer.get(id(buffer))
             if twin is not None:
                 # XLA returned an input or one output twice: two arrays share a buffer.
                 twin.shared = node.shared = True
             by_buffer[id(buffer)] = node
             node.materialize(buffer)
-            _pending.pop(node.seq, None)
-        for k in donate:
+        for k in trace.donate:
             device[k].buffer = None
-        COUNTERS["donated_buffers"] += len(donate)
+        COUNTERS["donated_buffers"] += len(trace.donate)
+        # The trace no longer holds the arrays: a captured step may keep it.
+        trace._device = trace._out_nodes = trace.arguments = None
+
+
+def barrier() -> None:
+    """Compile (or fetch from the cache) and run the graph of all live pending arrays."""
+    with _lock:
+        trace = collect()
+        if trace is not None:
+            execute(trace)

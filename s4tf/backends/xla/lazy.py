@@ -18,13 +18,9 @@ holds the node sees the computed value.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 __all__ = ["LazyArray"]
-
-_sequence = itertools.count()
 
 
 class LazyArray:
@@ -48,8 +44,9 @@ class LazyArray:
         Whether ``buffer`` is a small host value packed into the graph's inputs.
     shared : bool
         Whether another array may hold the same device buffer (never donated).
-    seq : int
-        Creation order: inputs are always older than the nodes using them.
+    mark, slot, uses : int
+        The graph's bookkeeping while a barrier builds a trace: the barrier that
+        numbered this array, its value's number and how many nodes use it.
 
     Examples
     --------
@@ -62,12 +59,14 @@ class LazyArray:
     """
 
     __slots__ = (
-        "op", "inputs", "params", "pkey", "shape", "dtype", "buffer", "host", "shared", "seq",
-        "__weakref__",
+        "op", "inputs", "params", "pkey", "shape", "dtype", "buffer", "host", "shared", "mark",
+        "slot", "uses", "__weakref__",
     )
 
-    def __init__(self, shape, dtype, *, buffer=None, host=False, op=None, inputs=(),
-                 params=None, pkey=None) -> None:
+    # Positional parameters: the graph makes thousands of nodes per training step,
+    # and a positional call is the cheapest.
+    def __init__(self, shape, dtype, buffer=None, host=False, op=None, inputs=(), params=None,
+                 pkey=None) -> None:
         self.op = op
         self.inputs = inputs
         self.params = params
@@ -77,7 +76,7 @@ class LazyArray:
         self.buffer = buffer
         self.host = host
         self.shared = False
-        self.seq = next(_sequence)
+        self.mark = 0
 
     @property
     def is_pending(self) -> bool:

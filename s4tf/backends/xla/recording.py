@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...dtypes import DType
 from . import graph
 from .kernels import JAX_KERNELS
 from .shapes import infer
 
-__all__ = ["LazyKernels", "freeze"]
+__all__ = ["LazyKernels", "freeze", "param_key"]
 
 _ATOMS = (int, float, str, bool, type(None), type(Ellipsis), np.dtype)
+# Values a parameter key may hold as they are: exact types (np.float64 is a
+# float subclass that freeze() tells apart from float, so it is not here).
+_PLAIN = frozenset((int, float, str, bool, type(None), type(Ellipsis), DType))
+_interned: dict = {}
+# Kernels whose result is their input when its shape and dtype come out unchanged.
+_UNCHANGED_WHEN_SAME = frozenset(("cast", "reshape", "broadcast_to"))
 
 
 def freeze(value):
@@ -39,6 +46,46 @@ def freeze(value):
             f"{type(value).__name__} ({value!r}). Pass ints, floats, strings, tuples or dtypes."
         ) from None
     return value
+
+
+def _plain(value) -> bool:
+    """Whether ``value`` may stand in a parameter key as it is (atoms, nested int tuples)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is tuple:
+        for item in value:
+            if type(item) is not int and not (type(item) is tuple and _plain(item)):
+                return False
+        return True
+    return isinstance(value, np.dtype)
+
+
+def param_key(params: dict) -> tuple:
+    """``(key, params)``: the hashable key of a kernel call's static ``params``, shared.
+
+    Plain parameters (ints, floats, strings, dtypes, tuples of ints) key as
+    ``params.items()``; anything else goes through :func:`freeze`, tagged, so
+    the two forms never meet. Keys are interned with the first ``params`` dict
+    that had them: the thousands of nodes of a training step share a few
+    hundred key and dict objects instead of each keeping its own (fewer objects
+    for the cycle collector to walk). Equal keys mean equal parameters, so any
+    of those dicts replays the same.
+
+    Examples
+    --------
+    >>> from s4tf.backends.xla.recording import param_key
+    >>> key, params = param_key({"axis": (1,), "keepdims": False})
+    >>> key, param_key({"axis": (1,), "keepdims": False})[0] is key
+    ((('axis', (1,)), ('keepdims', False)), True)
+    """
+    for value in params.values():
+        if not _plain(value):
+            key = ("frozen", *sorted((k, freeze(v)) for k, v in params.items()))
+            break
+    else:
+        key = tuple(params.items())
+    return _interned.setdefault(key, (key, params))
 
 
 class LazyKernels:
@@ -67,9 +114,19 @@ class LazyKernels:
         record = graph.record
 
         def recorder(*inputs, **params):
-            pkey = tuple(sorted((k, freeze(v)) for k, v in params.items())) if params else ()
+            pkey, params = param_key(params) if params else ((), params)
             shape, dtype = infer(name, pkey, params, inputs)
             return record(name, inputs, params, pkey, shape, dtype)
+
+        if name in _UNCHANGED_WHEN_SAME:
+            def recorder(x, **params):
+                # A cast to the dtype it has, a reshape or broadcast to the shape it
+                # has: the value itself (lazy values are never written), no node.
+                pkey, params = param_key(params)
+                shape, dtype = infer(name, pkey, params, (x,))
+                if shape == x.shape and dtype == x.dtype:
+                    return x
+                return record(name, (x,), params, pkey, shape, dtype)
 
         recorder.__name__ = name
         # Cache on the instance: __getattr__ runs once per kernel name.

@@ -18,7 +18,15 @@ _cache: dict = {}
 
 def infer(op: str, pkey, params: dict, inputs) -> tuple:
     """``(shape, dtype)`` of kernel ``op`` applied to ``inputs`` with ``params``."""
-    signature = (op, pkey, tuple(None if x is None else (x.shape, x.dtype) for x in inputs))
+    # Unary and binary kernels (most of a step) key flat, without a generator.
+    if len(inputs) == 1 and inputs[0] is not None:
+        x = inputs[0]
+        signature = (op, pkey, x.shape, x.dtype)
+    elif len(inputs) == 2 and inputs[0] is not None and inputs[1] is not None:
+        x, y = inputs
+        signature = (op, pkey, x.shape, x.dtype, y.shape, y.dtype)
+    else:
+        signature = (op, pkey, tuple(None if x is None else (x.shape, x.dtype) for x in inputs))
     found = _cache.get(signature)
     if found is None:
         found = _cache[signature] = _evaluate(op, params, inputs)
