@@ -18,6 +18,10 @@ from .layer import Layer, check_input_shape
 __all__ = ["Dense"]
 
 
+def _same_dtype(a, b) -> bool:
+    return a is b or a == b  # DTypes are shared objects: identity first, no __eq__ call
+
+
 class Dense(Layer):
     """``activation(input @ weight + bias)``, S4TF's ``Dense``.
 
@@ -70,9 +74,10 @@ class Dense(Layer):
         rows = input if len(shape) == 2 else reshape(input, (-1, input_size))
         if bias is None:
             out = matmul(rows, weight)
-        elif shape_of(bias) == (output_size,) and bias.dtype == weight.dtype:
+        elif shape_of(bias) == (output_size,) and _same_dtype(bias.dtype, weight.dtype):
             out = dense_(rows, weight, bias)  # one op: the product and the bias
         else:
+            # A bias of another dtype: the product in the weight's, then the promoted sum.
             out = matmul(rows, weight) + bias
         if len(shape) != 2:
             out = reshape(out, shape[:-1] + (output_size,))

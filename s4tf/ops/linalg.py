@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .broadcasting import sum_to_shape
+from .broadcasting import reduce_sum
 from .primitive import primitive
-from .shapes import _transpose, expand_dims, shape_of, squeeze
+from .shapes import _reshape, _transpose, expand_dims, shape_of, squeeze
 
 __all__ = ["dense", "matmul"]
 
@@ -65,12 +65,20 @@ def matmul(x, y):
 # (and one on the lazy backend) instead of a matmul and a broadcast add. The bias's
 # cotangent is the output's summed over the rows; its tangent is broadcast up to
 # the output's shape by the forward engine.
+def _row_sum(g):
+    """The sum of the rows of matrix ``g``: a bias's cotangent (one row: a reshape)."""
+    rows, columns = shape_of(g)
+    if rows == 1:
+        return _reshape(g, shape=(columns,))
+    return reduce_sum(g, axis=(0,), keepdims=False)
+
+
 dense_ = primitive(
     "dense",
     promote=True,
-    vjp=(lambda g, x, w, b, out: matmul_(g, _swap(w)),
-         lambda g, x, w, b, out: matmul_(_swap(x), g),
-         lambda g, x, w, b, out: sum_to_shape(g, shape_of(b))),
+    vjp=(lambda g, x, w, b, out: matmul_(g, _transpose(w, perm=_SWAPS[2])),
+         lambda g, x, w, b, out: matmul_(_transpose(x, perm=_SWAPS[2]), g),
+         lambda g, x, w, b, out: _row_sum(g)),
     jvp=(lambda t, x, w, b, out: matmul_(t, w),
          lambda t, x, w, b, out: matmul_(x, t),
          lambda t, x, w, b, out: t),
