@@ -206,6 +206,14 @@ class ArrayKernels(NNKernels):
     def matmul(self, x, y):
         return self._mm(x, y)
 
+    def matmul_nt(self, x, y):
+        # x @ y^T (y's last two axes swapped): a view, which BLAS reads as it is.
+        return self.matmul(x, _swap_last_axes(y))
+
+    def matmul_tn(self, x, y):
+        # x^T @ y (x's last two axes swapped).
+        return self.matmul(_swap_last_axes(x), y)
+
     def dense(self, x, w, b):
         # x @ w + b of matrices x, w and a bias row b: one kernel (one recorded node on a
         # lazy backend) for a dense layer. The product is a fresh array, so the bias is
@@ -213,6 +221,11 @@ class ArrayKernels(NNKernels):
         out = self._mm(x, w)
         out += b
         return out
+
+
+def _swap_last_axes(x):
+    """A view of ``x`` with its last two axes swapped (a matrix's transpose)."""
+    return x.T if x.ndim == 2 else x.swapaxes(-1, -2)
 
 
 def _inexact(x):

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 from .broadcasting import reduce_sum
 from .primitive import primitive
-from .shapes import _reshape, _transpose, expand_dims, shape_of, squeeze
+from .shapes import _reshape, expand_dims, shape_of, squeeze
 
 __all__ = ["dense", "matmul"]
-
-
-def _swap(x):
-    """``x`` with its last two axes swapped (a matrix's transpose, batched)."""
-    rank = len(shape_of(x))
-    perm = _SWAPS.get(rank) or tuple(range(rank - 2)) + (rank - 1, rank - 2)
-    return _transpose(x, perm=perm)
-
-
-_SWAPS = {2: (1, 0), 3: (0, 2, 1)}  # the common ranks' permutations, built once
 
 
 def _describe(args, error):
@@ -28,14 +18,35 @@ def _describe(args, error):
     )
 
 
+# A matmul's cotangents multiply by a transposed operand: x @ y's are g @ y^T and
+# x^T @ g. matmul_nt (x @ y^T) and matmul_tn (x^T @ y) are those products as one op
+# each, the transpose inside the kernel (a free view BLAS reads as it is), so a
+# backward pass records and runs no transposes. Each one's own cotangents are
+# products of the three kinds again: the family is closed under differentiation.
 matmul_ = primitive(
     "matmul",
     promote=True,
     describe=_describe,
-    vjp=(lambda g, x, y, out: matmul_(g, _swap(y)),
-         lambda g, x, y, out: matmul_(_swap(x), g)),
+    vjp=(lambda g, x, y, out: matmul_nt(g, y),
+         lambda g, x, y, out: matmul_tn(x, g)),
     jvp=(lambda t, x, y, out: matmul_(t, y),
          lambda t, x, y, out: matmul_(x, t)),
+)
+matmul_nt = primitive(
+    "matmul_nt",
+    promote=True,
+    vjp=(lambda g, x, y, out: matmul_(g, y),
+         lambda g, x, y, out: matmul_tn(g, x)),
+    jvp=(lambda t, x, y, out: matmul_nt(t, y),
+         lambda t, x, y, out: matmul_nt(x, t)),
+)
+matmul_tn = primitive(
+    "matmul_tn",
+    promote=True,
+    vjp=(lambda g, x, y, out: matmul_nt(y, g),
+         lambda g, x, y, out: matmul_(x, g)),
+    jvp=(lambda t, x, y, out: matmul_tn(t, y),
+         lambda t, x, y, out: matmul_tn(x, t)),
 )
 
 
@@ -76,8 +87,8 @@ def _row_sum(g):
 dense_ = primitive(
     "dense",
     promote=True,
-    vjp=(lambda g, x, w, b, out: matmul_(g, _transpose(w, perm=_SWAPS[2])),
-         lambda g, x, w, b, out: matmul_(_transpose(x, perm=_SWAPS[2]), g),
+    vjp=(lambda g, x, w, b, out: matmul_nt(g, w),
+         lambda g, x, w, b, out: matmul_tn(x, g),
          lambda g, x, w, b, out: _row_sum(g)),
     jvp=(lambda t, x, w, b, out: matmul_(t, w),
          lambda t, x, w, b, out: matmul_(x, t),

@@ -1,5 +1,6 @@
-"""ReLU and a dense layer's ``x @ w + b`` as one primitive each (s4tf/ops/elementwise.py,
-s4tf/ops/linalg.py): the composites' values to the bit, derivatives of first and second
+"""Fused primitives: ReLU and a dense layer's ``x @ w + b`` (s4tf/ops/elementwise.py,
+s4tf/ops/linalg.py), and the transposed products matmul's cotangents use (``matmul_nt``,
+``matmul_tn``): the composites' values to the bit, derivatives of first and second
 order in both modes on every backend, and one recorded op where there were two."""
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 import s4tf
 from s4tf import layers
 from s4tf.ops.elementwise import relu_grad
-from s4tf.ops.linalg import dense
+from s4tf.ops.linalg import dense, matmul_nt, matmul_tn
 from s4tf.testing import check_gradients
 
 # One test line runs many different graphs on purpose: not a recompilation problem.
@@ -91,28 +92,33 @@ def test_dense_refuses_shapes_it_does_not_fuse():
         dense(x, w, b[:4])
 
 
-def _recorded_ops(fn, *points):
+def _recorded_ops(fn, *points, monkeypatch):
+    """The primitives the outermost reverse trace of ``gradient(*points, of=fn)`` handled."""
     from s4tf.autodiff.reverse import ReverseTrace
 
     recorded = []
-    process = ReverseTrace.process
+    process, process_binary = ReverseTrace.process, ReverseTrace.process_binary
 
     def spy(self, primitive, args, params):
         recorded.append(primitive.name)
         return process(self, primitive, args, params)
 
-    ReverseTrace.process = spy
-    try:
+    def spy_binary(self, primitive, x, y):
+        recorded.append(primitive.name)
+        return process_binary(self, primitive, x, y)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ReverseTrace, "process", spy)
+        patch.setattr(ReverseTrace, "process_binary", spy_binary)
         s4tf.gradient(*points, of=fn)
-    finally:
-        ReverseTrace.process = process
     return recorded
 
 
-def test_a_dense_layer_with_relu_records_two_ops():
+def test_a_dense_layer_with_relu_records_two_ops(monkeypatch):
     model = layers.Dense(4, 5, activation=s4tf.relu, dtype=s4tf.float64)
     x = s4tf.Tensor(RNG.normal(size=(3, 4)))
-    assert _recorded_ops(lambda m: m(x).sum(), model) == ["dense", "relu", "reduce_sum"]
+    recorded = _recorded_ops(lambda m: m(x).sum(), model, monkeypatch=monkeypatch)
+    assert recorded == ["dense", "relu", "reduce_sum"]
 
 
 def test_dense_layers_keep_the_composite_when_the_bias_dtype_differs(backend):
@@ -133,3 +139,27 @@ def test_dense_layers_fold_other_ranks_into_rows(backend, shape):
     want = s4tf.relu(x.reshape(-1, 4) @ model.weight + model.bias).reshape(*shape[:-1], 5)
     np.testing.assert_array_equal(model(x).numpy(), want.numpy())
     check_gradients(lambda m, x: m(x), model, x)
+
+
+@pytest.mark.parametrize("x_shape, y_shape", [((3, 4), (5, 4)), ((2, 3, 4), (5, 4)), ((2, 3, 4), (2, 5, 4))])
+def test_transposed_products_are_matmuls_of_a_transpose(backend, x_shape, y_shape):
+    x = s4tf.Tensor(RNG.normal(size=x_shape))
+    y = s4tf.Tensor(RNG.normal(size=y_shape))
+    swap = lambda t: t.transpose(*range(t.rank - 2), t.rank - 1, t.rank - 2)  # noqa: E731
+    # Both are x @ y^T: matmul_nt of x and y, matmul_tn of x^T and y^T.
+    np.testing.assert_array_equal(_bits(matmul_nt(x, y)), _bits(x @ swap(y)))
+    np.testing.assert_array_equal(_bits(matmul_tn(swap(x), swap(y))), _bits(x @ swap(y)))
+    check_gradients(matmul_nt, x, y, order=2)
+    check_gradients(matmul_tn, swap(x), swap(y), order=2)
+
+
+def test_a_matmul_pullback_records_no_transpose(monkeypatch):
+    x, w, _ = _dense_inputs()
+    seed = s4tf.ones([3, 5], dtype=s4tf.float64)
+
+    def pulled_back(x, w):  # the backward pass of x @ w, differentiated: what it ran
+        dx, dw = s4tf.pullback(x, w, of=lambda a, b: a @ b)(seed)
+        return dx.sum() + dw.sum()
+
+    recorded = _recorded_ops(pulled_back, x, w, monkeypatch=monkeypatch)
+    assert "matmul_nt" in recorded and "matmul_tn" in recorded and "transpose" not in recorded
