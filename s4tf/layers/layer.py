@@ -62,7 +62,8 @@ def _in_dtype(args, dtype):
     """``args`` with floating tensors cast to ``dtype`` (differentiable: cotangents go
     back to each input in its own dtype); ``args`` itself when none needs it."""
     for a in args:
-        if _needs_cast(a, dtype):
+        # The common case first: a tensor already in the layer's dtype (DTypes are shared).
+        if isinstance(a, Tensor) and a.dtype is not dtype and _needs_cast(a, dtype):
             return tuple(cast(a, dtype=dtype) if _needs_cast(a, dtype) else a for a in args)
     return args
 

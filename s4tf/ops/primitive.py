@@ -143,9 +143,27 @@ class Primitive:
             return self._impl(args, params)
         if len(args) == 2 and not params:
             return self.binary(args[0], args[1])
-        out = self._plain(args, params)
-        if out is not None:
-            return out
+        # Plain tensors of one backend (and of one dtype where promoted, so promotion
+        # has nothing to do) go straight to the kernel.
+        first = args[0] if args else None
+        if type(first) is Tensor:
+            backend, same_from, dtype, datas = first._backend, self._same_dtype_from, None, []
+            for i, arg in enumerate(args):
+                if type(arg) is not Tensor or arg._backend is not backend:
+                    break
+                data = arg._data
+                if same_from is not None and i >= same_from:
+                    if dtype is None:
+                        dtype = data.dtype
+                    elif not (data.dtype is dtype or data.dtype == dtype):
+                        break
+                datas.append(data)
+            else:
+                try:
+                    out = getattr(backend.kernels, self.name)(*datas, **params)
+                except (ValueError, TypeError, IndexError) as error:
+                    raise self._error(args, error) from None
+                return _wrap(out, backend)
         top = None
         for arg in args:
             if isinstance(arg, Tracer) and (top is None or arg._trace.level > top.level):
@@ -191,29 +209,6 @@ class Primitive:
         if isinstance(y, Tracer):
             return y._trace.process_binary(self, x, y)
         return self._impl((x, y), _NO_PARAMS)
-
-    def _plain(self, args, params):
-        """The kernel's result when ``args`` are plain tensors of one backend (and of one
-        dtype where promoted, so promotion has nothing to do); else None."""
-        first = args[0] if args else None
-        if type(first) is not Tensor:
-            return None
-        backend, same_from, dtype, datas = first._backend, self._same_dtype_from, None, []
-        for i, arg in enumerate(args):
-            if type(arg) is not Tensor or arg._backend is not backend:
-                return None
-            data = arg._data
-            if same_from is not None and i >= same_from:
-                if dtype is None:
-                    dtype = data.dtype
-                elif not (data.dtype is dtype or data.dtype == dtype):
-                    return None
-            datas.append(data)
-        try:
-            out = getattr(backend.kernels, self.name)(*datas, **params)
-        except (ValueError, TypeError, IndexError) as error:
-            raise self._error(args, error) from None
-        return _wrap(out, backend)
 
     def _impl(self, args, params):
         """The general no-tracer path: mixed dtypes, Python scalars, NumPy arrays."""

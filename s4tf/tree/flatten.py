@@ -147,9 +147,11 @@ class TreeDef:
             return next(leaves)
         if kind == _STATIC:
             return None if tangent else self.meta
-        # Leaf children are taken inline: most children of a model are its tensors.
-        children = [next(leaves) if child is _LEAF_DEF else child._build(leaves, tangent)
-                    for child in self.children]
+        # Leaf children are taken inline: most children of a model are its tensors. (A
+        # loop, not a comprehension: before Python 3.12 that is one more frame per node.)
+        children = []
+        for child in self.children:
+            children.append(next(leaves) if child is _LEAF_DEF else child._build(leaves, tangent))
         if kind == _LIST:
             return children
         if kind == _TUPLE:
@@ -216,10 +218,12 @@ def _flatten(value, leaves, differentiable):
     if kind is float:
         leaves.append(value)
         return _LEAF_DEF
-    if kind is list:
-        return TreeDef(_LIST, None, tuple([_flatten(v, leaves, differentiable) for v in value]))
-    if kind is tuple:
-        return TreeDef(_TUPLE, tuple, tuple([_flatten(v, leaves, differentiable) for v in value]))
+    if kind is list or kind is tuple:
+        children = []
+        for v in value:
+            children.append(_flatten(v, leaves, differentiable))
+        return TreeDef(_LIST, None, tuple(children)) if kind is list else TreeDef(
+            _TUPLE, tuple, tuple(children))
     plan = _PLANS.get((kind, differentiable))
     if plan is not None:
         return _flatten_node(value, plan, leaves, differentiable)
