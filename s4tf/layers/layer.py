@@ -60,12 +60,8 @@ def _needs_cast(value, dtype) -> bool:
 
 def _in_dtype(args, dtype):
     """``args`` with floating tensors cast to ``dtype`` (differentiable: cotangents go
-    back to each input in its own dtype); ``args`` itself when none needs it."""
-    for a in args:
-        # The common case first: a tensor already in the layer's dtype (DTypes are shared).
-        if isinstance(a, Tensor) and a.dtype is not dtype and _needs_cast(a, dtype):
-            return tuple(cast(a, dtype=dtype) if _needs_cast(a, dtype) else a for a in args)
-    return args
+    back to each input in its own dtype)."""
+    return tuple(cast(a, dtype=dtype) if _needs_cast(a, dtype) else a for a in args)
 
 
 def _wrap_call(call):
@@ -75,7 +71,12 @@ def _wrap_call(call):
         # layer gives float32, a bfloat16 layer stays bfloat16. One place for every layer.
         dtype = compute_dtype(self)
         if dtype is not None:
-            args = _in_dtype(args, dtype)
+            for a in args:
+                # Tested inline: usually every argument has the layer's dtype already
+                # (DTypes are shared objects), and nothing is cast.
+                if isinstance(a, Tensor) and a.dtype is not dtype and _needs_cast(a, dtype):
+                    args = _in_dtype(args, dtype)
+                    break
         records = getattr(_probe, "records", None)
         # A subclass's __call__ calling super().__call__ is one layer call, not two.
         if records is None or getattr(_probe, "current", None) is self:
