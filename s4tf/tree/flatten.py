@@ -152,6 +152,13 @@ class TreeDef:
         children = []
         for child in self.children:
             children.append(next(leaves) if child is _LEAF_DEF else child._build(leaves, tangent))
+        if kind == _NODE:  # the common structure of a model, tested first
+            plan, static = self.meta
+            if tangent:
+                return plan.tangent(children)
+            value = new_instance(plan.cls, static)
+            value.__dict__.update(zip(plan.names, children, strict=False))
+            return value
         if kind == _LIST:
             return children
         if kind == _TUPLE:
@@ -161,14 +168,7 @@ class TreeDef:
             return cls(*children)
         if kind == _DICT:
             return dict(zip(self.meta, children, strict=False))
-        if kind == _CELL:
-            return None if tangent else self.meta(children[0])
-        plan, static = self.meta
-        if tangent:
-            return plan.tangent(children)
-        fields = dict(static)
-        fields.update(zip(plan.names, children, strict=False))
-        return new_instance(plan.cls, fields)
+        return None if tangent else self.meta(children[0])  # a cell
 
     def __eq__(self, other):
         return (
@@ -224,7 +224,7 @@ def _flatten(value, leaves, differentiable):
             children.append(_flatten(v, leaves, differentiable))
         return TreeDef(_LIST, None, tuple(children)) if kind is list else TreeDef(
             _TUPLE, tuple, tuple(children))
-    plan = _PLANS.get((kind, differentiable))
+    plan = (_DIFFERENTIABLE_PLANS if differentiable else _PLANS).get(kind)
     if plan is not None:
         return _flatten_node(value, plan, leaves, differentiable)
     return _flatten_general(value, leaves, differentiable)
@@ -278,25 +278,28 @@ class _Plan:
             fields = None if tangent_type.fields == self.names else tangent_type.fields
             self._tangent = (tangent_type.cls, fields)
         cls, fields = self._tangent
-        values = dict(zip(self.names, children, strict=False))
+        values = zip(self.names, children, strict=False)
         if fields is not None:
-            values = {n: values.get(n) for n in fields}
+            given = dict(values)
+            values = {n: given.get(n) for n in fields}
         return new_instance(cls, values)
 
 
-# (class, differentiable) -> its _Plan. Registered classes live as long as the program,
-# so a plain dict is the cache.
+# class -> its _Plan, one table for each mode of flattening (under differentiation,
+# no_derivative fields are static). Registered classes live as long as the program, so
+# plain dicts are the caches.
 _PLANS: dict = {}
+_DIFFERENTIABLE_PLANS: dict = {}
 
 
 def _plan(cls, node, differentiable):
     """How to flatten instances of ``cls`` (registered as ``node``), made once per class."""
-    plan = _PLANS.get((cls, differentiable))
+    plans = _DIFFERENTIABLE_PLANS if differentiable else _PLANS
+    plan = plans.get(cls)
     if plan is None:
         skip = node.no_derivative if differentiable else ()
-        plan = _PLANS[(cls, differentiable)] = _Plan(
-            cls, tuple(n for n in node.fields if n not in skip),
-            tuple(n for n in node.fields if n in skip))
+        plan = plans[cls] = _Plan(cls, tuple(n for n in node.fields if n not in skip),
+                                  tuple(n for n in node.fields if n in skip))
     return plan
 
 
