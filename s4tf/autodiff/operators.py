@@ -14,7 +14,7 @@ import numpy as np
 from ..creation import ones_like, zeros_like
 from ..ops.tracer import Tracer, innermost, is_float_like, strip
 from ..tensor import Tensor
-from ..tree import tree_flatten, tree_map
+from ..tree import is_zero, tree_flatten, tree_map
 from ..tree.flatten import _LEAF_DEF
 from .diagnostics import warn_zero_derivative
 from .forward import ForwardTrace, ForwardTracer
@@ -125,14 +125,21 @@ def value_with_pullback(*points, of):
             warn_zero_derivative(getattr(of, "__name__", "function"))
 
     def pullback(cotangent):
-        seeds_all = out_def.tangent_leaves(cotangent)
-        seeds = [s for s, mine in zip(seeds_all, ours, strict=False) if mine]
+        if out_def is _LEAF_DEF and ours[0]:  # one traced result: its seed, unless a zero
+            seeds = [None if is_zero(cotangent) else cotangent]
+        else:
+            seeds_all = out_def.tangent_leaves(cotangent)
+            seeds = [s for s, mine in zip(seeds_all, ours, strict=False) if mine]
         table = backward(roots, seeds, trace.nodes)
         get = table.get
-        tangents = [
-            treedef.tangent_unflatten([_finish(get(id(t._node)), t._primal) for t in tracers])
-            for treedef, tracers in inputs
-        ]
+        tangents = []
+        for treedef, tracers in inputs:
+            leaves = []
+            for t in tracers:
+                g = get(id(t._node))
+                # The common leaf, a tensor point reached by a cotangent, as it is.
+                leaves.append(g if g is not None and type(t._primal) is Tensor else _finish(g, t._primal))
+            tangents.append(treedef.tangent_unflatten(leaves))
         return _pack(tangents)
 
     return value, pullback

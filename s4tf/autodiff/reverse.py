@@ -18,7 +18,7 @@ from ..ops.broadcasting import sum_to_shape
 from ..ops.indexing import IndexAdd
 from ..ops.shapes import shape_of
 from ..ops.tracer import Trace, Tracer, innermost
-from ..tensor import Tensor
+from ..tensor import _DTYPES, Tensor
 
 __all__ = ["Node", "ReverseTrace", "ReverseTracer", "backward"]
 
@@ -47,8 +47,9 @@ class ReverseTracer(Tracer):
 
 
 def _is_differentiable_value(value) -> bool:
-    if type(value) is Tensor:
-        return value.dtype.is_floating
+    if type(value) is Tensor:  # Tensor.dtype without the property's frame
+        dtype = _DTYPES.get(value._data.dtype)
+        return (dtype if dtype is not None else value.dtype).is_floating
     value = innermost(value)
     if isinstance(value, Tensor):
         return value.dtype.is_floating
@@ -84,6 +85,7 @@ class ReverseTrace(Trace):
         return self.record(None, (), _NO_PARAMS, primal, ())
 
     def process(self, primitive, args, params):
+        vjp = primitive.vjp
         if len(args) == 1:  # unary ops, reductions, reshapes: no lists either
             x = args[0]
             if type(x) is ReverseTracer and x._trace is self:
@@ -91,9 +93,9 @@ class ReverseTrace(Trace):
             else:
                 x_node = None
             out = primitive(x, **params)
-            if primitive.vjp is None or not _is_differentiable_value(out):
+            if vjp is None or not _is_differentiable_value(out):
                 return out
-            return self.record(primitive.vjp, (x,), params, out, (x_node,))
+            return self.record(vjp, (x,), params, out, (x_node,))
         primals, parents = [], []
         for arg in args:
             if type(arg) is ReverseTracer and arg._trace is self:
@@ -103,9 +105,9 @@ class ReverseTrace(Trace):
                 primals.append(arg)
                 parents.append(None)
         out = primitive(*primals, **params)
-        if primitive.vjp is None or not _is_differentiable_value(out):
+        if vjp is None or not _is_differentiable_value(out):
             return out
-        return self.record(primitive.vjp, tuple(primals), params, out, tuple(parents))
+        return self.record(vjp, tuple(primals), params, out, tuple(parents))
 
     def process_binary(self, primitive, x, y):
         """``process`` of a two-operand op without parameters (arithmetic): no lists."""
@@ -118,9 +120,10 @@ class ReverseTrace(Trace):
         else:
             y_node = None
         out = primitive.binary(x, y)
-        if primitive.vjp is None or not _is_differentiable_value(out):
+        vjp = primitive.vjp
+        if vjp is None or not _is_differentiable_value(out):
             return out
-        return self.record(primitive.vjp, (x, y), _NO_PARAMS, out, (x_node, y_node))
+        return self.record(vjp, (x, y), _NO_PARAMS, out, (x_node, y_node))
 
 
 # Leaf and binary nodes have no parameters; one shared (never mutated) dict saves an allocation.
@@ -146,7 +149,8 @@ _SEQ = operator.attrgetter("seq")
 
 
 class _Cotangents:
-    """The backward pass's table of cotangents, keyed by node.
+    """The backward pass's table of cotangents, keyed by node (by identity: nodes
+    define no equality, so the node itself is a key, without an ``id()`` call).
 
     An entry is owned when this pass allocated it, and only owned concrete
     buffers are added into in place: values a rule returned may be shared.
@@ -159,39 +163,40 @@ class _Cotangents:
         self.owned = set()
 
     def add(self, node, value):
-        key = id(node)
-        current = self.values.get(key)
+        values, owned = self.values, self.owned
+        current = values.get(node)
         if isinstance(value, IndexAdd):
-            self._index_add(node, key, current, value)
+            self._index_add(node, current, value)
             return
         value = _match_dtype(value, node.out)
         if current is None:
-            self.values[key] = value
-        elif key in self.owned and _inplace_ok(current, value):
+            values[node] = value
+        elif node in owned and _inplace_ok(current, value):
             current._backend.add_inplace(current._data, value._data)
         else:
             total = current + value
-            self.values[key] = total
+            values[node] = total
             if type(total) is Tensor:
-                self.owned.add(key)
+                owned.add(node)
 
-    def _index_add(self, node, key, current, update):
+    def _index_add(self, node, current, update):
+        values, owned = self.values, self.owned
         update = IndexAdd(update.index, _match_dtype(update.value, node.out), update.axis)
         if current is None:
             current = zeros_like(node.out)
-            self.values[key] = current
-            self.owned.add(key)
-        elif key not in self.owned and type(current) is Tensor:
+            values[node] = current
+            owned.add(node)
+        elif node not in owned and type(current) is Tensor:
             backend = current._backend
             if backend.supports_inplace:
                 current = Tensor._wrap(backend.xp.array(current._data, copy=True), backend)
-            self.values[key] = current
-            self.owned.add(key)
-        if key in self.owned and update.add_into(current):
+            values[node] = current
+            owned.add(node)
+        if node in owned and update.add_into(current):
             return
         # Differentiating the backward pass itself, or a lazy backend: stay functional.
-        self.values[key] = update.added_to(current)
-        self.owned.discard(key)
+        values[node] = update.added_to(current)
+        owned.discard(node)
 
 
 def _inplace_ok(current, value) -> bool:
@@ -245,33 +250,36 @@ def backward(roots, seeds, nodes=None):
     values, owned, add = table.values, table.owned, table.add
     leaves = {}
     for node in (_reachable(roots) if nodes is None else reversed(nodes)):
-        key = id(node)
-        g = values.pop(key, None)
+        g = values.pop(node, None)
         if g is None:
             continue  # no cotangent reached it: a zero (leaves read as missing)
-        owned.discard(key)
+        if owned:
+            owned.discard(node)
         rule_table = node.vjp
         if rule_table is None:
-            leaves[key] = g
+            leaves[id(node)] = g
             continue
-        args, parents, out, params = node.args, node.parents, node.out, node.params
-        for i, parent in enumerate(parents):
-            if parent is not None:
-                rule = rule_table[i]
-                if rule is not None:
-                    # Unpacking an empty **params still builds a dict: skip it for arithmetic.
-                    ct = rule(g, *args, out=out, **params) if params else rule(g, *args, out=out)
-                    if ct is None:
-                        continue
-                    arg = args[i]
-                    # The common edge: the parent's first cotangent, of its primal's shape
-                    # and dtype, is stored as it is (no summing, casting or adding).
-                    if type(ct) is Tensor and type(arg) is Tensor:
-                        have, like = ct._data, arg._data
-                        hd, ld = have.dtype, like.dtype
-                        if (have.shape == like.shape and (hd is ld or hd == ld)
-                                and id(parent) not in values):
-                            values[id(parent)] = ct
-                            continue
-                    add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, arg))
+        args, out, params = node.args, node.out, node.params
+        i = -1
+        for parent in node.parents:
+            i += 1
+            if parent is None:
+                continue
+            rule = rule_table[i]
+            if rule is None:
+                continue
+            # Unpacking an empty **params still builds a dict: skip it for arithmetic.
+            ct = rule(g, *args, out=out, **params) if params else rule(g, *args, out=out)
+            if ct is None:
+                continue
+            arg = args[i]
+            # The common edge: the parent's first cotangent, of its primal's shape and
+            # dtype, is stored as it is (no summing, casting or adding).
+            if type(ct) is Tensor and type(arg) is Tensor:
+                have, like = ct._data, arg._data
+                hd, ld = have.dtype, like.dtype
+                if have.shape == like.shape and (hd is ld or hd == ld) and parent not in values:
+                    values[parent] = ct
+                    continue
+            add(parent, ct if isinstance(ct, IndexAdd) else _unbroadcast(ct, arg))
     return leaves

@@ -143,6 +143,16 @@ class ArrayKernels(NNKernels):
     def where(self, condition, x, y):
         return self.xp.where(condition, x, y)
 
+    def relu(self, x):
+        # where(x > 0, x, 0.0), as the composite it replaces: NaN and -0.0 give +0.0,
+        # ints and bools give float32.
+        x = _inexact(x)
+        return self.where(x > 0, x, 0.0)
+
+    def relu_grad(self, g, x):
+        # ReLU's pullback: g where x > 0, else +0.0 (the derivative at 0 is 0, as in S4TF).
+        return self.where(x > 0, g, 0.0)
+
     # Reductions.
     def reduce_sum(self, x, *, axis, keepdims):
         return self.xp.sum(x, axis=axis, keepdims=keepdims)
@@ -195,6 +205,27 @@ class ArrayKernels(NNKernels):
     # Linear algebra.
     def matmul(self, x, y):
         return self._mm(x, y)
+
+    def matmul_nt(self, x, y):
+        # x @ y^T (y's last two axes swapped): a view, which BLAS reads as it is.
+        return self.matmul(x, _swap_last_axes(y))
+
+    def matmul_tn(self, x, y):
+        # x^T @ y (x's last two axes swapped).
+        return self.matmul(_swap_last_axes(x), y)
+
+    def dense(self, x, w, b):
+        # x @ w + b of matrices x, w and a bias row b: one kernel (one recorded node on a
+        # lazy backend) for a dense layer. The product is a fresh array, so the bias is
+        # added into it; immutable arrays (JAX) rebind it instead.
+        out = self._mm(x, w)
+        out += b
+        return out
+
+
+def _swap_last_axes(x):
+    """A view of ``x`` with its last two axes swapped (a matrix's transpose)."""
+    return x.T if x.ndim == 2 else x.swapaxes(-1, -2)
 
 
 def _inexact(x):

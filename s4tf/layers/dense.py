@@ -10,11 +10,16 @@ from ..activations import identity
 from ..differentiable import no_derivative
 from ..initializers import glorot_uniform, zeros
 from ..ops import matmul, reshape
+from ..ops.linalg import dense_
 from ..ops.shapes import shape_of
 from ..tensor import Tensor
 from .layer import Layer, check_input_shape
 
 __all__ = ["Dense"]
+
+
+def _same_dtype(a, b) -> bool:
+    return a is b or a == b  # DTypes are shared objects: identity first, no __eq__ call
 
 
 class Dense(Layer):
@@ -59,16 +64,21 @@ class Dense(Layer):
         self.activation = activation
 
     def __call__(self, input):
-        input_size, output_size = shape_of(self.weight)
-        check_input_shape(self, input, (..., input_size),
-                          f"The last axis must be the {input_size} input features.")
+        weight, bias = self.weight, self.bias
+        input_size, output_size = shape_of(weight)
         shape = shape_of(input)
-        if len(shape) == 2:
-            out = matmul(input, self.weight)
+        if not shape or shape[-1] != input_size:
+            check_input_shape(self, input, (..., input_size),
+                              f"The last axis must be the {input_size} input features.")
+        # Fold every leading axis into one batch axis: one BLAS matmul.
+        rows = input if len(shape) == 2 else reshape(input, (-1, input_size))
+        if bias is None:
+            out = matmul(rows, weight)
+        elif shape_of(bias) == (output_size,) and _same_dtype(bias.dtype, weight.dtype):
+            out = dense_(rows, weight, bias)  # one op: the product and the bias
         else:
-            # Fold every leading axis into one batch axis: one BLAS matmul.
-            out = matmul(reshape(input, (-1, input_size)), self.weight)
+            # A bias of another dtype: the product in the weight's, then the promoted sum.
+            out = matmul(rows, weight) + bias
+        if len(shape) != 2:
             out = reshape(out, shape[:-1] + (output_size,))
-        if self.bias is not None:
-            out = out + self.bias
         return self.activation(out)

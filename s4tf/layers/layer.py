@@ -37,23 +37,31 @@ def compute_dtype(layer):
     >>> compute_dtype(s4tf.layers.Dense(2, 3, dtype=s4tf.bfloat16)), compute_dtype(s4tf.layers.Flatten())
     (bfloat16, None)
     """
-    for value in vars(layer).values():
-        if isinstance(value, Tensor) and value.dtype.is_floating:
-            return value.dtype
+    for value in layer.__dict__.values():
+        if isinstance(value, Tensor):
+            dtype = value.dtype
+            if dtype.is_floating:
+                return dtype
     return None
+
+
+def _needs_cast(value, dtype) -> bool:
+    """Whether argument ``value`` is a floating tensor of another dtype than ``dtype``.
+
+    Python numbers, also differentiated ones, stay weakly typed: they take the
+    layer's dtype where they meet its tensors.
+    """
+    if not isinstance(value, Tensor):
+        return False
+    have = value.dtype
+    return (have is not dtype and have.is_floating and have != dtype
+            and not (value._traced and is_float_like(value)))
 
 
 def _in_dtype(args, dtype):
     """``args`` with floating tensors cast to ``dtype`` (differentiable: cotangents go
-    back to each input in its own dtype). Python numbers, also differentiated ones,
-    stay weakly typed: they take the layer's dtype where they meet its tensors."""
-    return tuple(
-        cast(a, dtype=dtype)
-        if isinstance(a, Tensor) and a.dtype.is_floating and a.dtype != dtype
-        and not (a._traced and is_float_like(a))
-        else a
-        for a in args
-    )
+    back to each input in its own dtype)."""
+    return tuple(cast(a, dtype=dtype) if _needs_cast(a, dtype) else a for a in args)
 
 
 def _wrap_call(call):
@@ -63,7 +71,12 @@ def _wrap_call(call):
         # layer gives float32, a bfloat16 layer stays bfloat16. One place for every layer.
         dtype = compute_dtype(self)
         if dtype is not None:
-            args = _in_dtype(args, dtype)
+            for a in args:
+                # Tested inline: usually every argument has the layer's dtype already
+                # (DTypes are shared objects), and nothing is cast.
+                if isinstance(a, Tensor) and a.dtype is not dtype and _needs_cast(a, dtype):
+                    args = _in_dtype(args, dtype)
+                    break
         records = getattr(_probe, "records", None)
         # A subclass's __call__ calling super().__call__ is one layer call, not two.
         if records is None or getattr(_probe, "current", None) is self:

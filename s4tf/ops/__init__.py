@@ -46,6 +46,7 @@ from .elementwise import (
     not_equal,
     pow_scalar,
     power,
+    relu,
     round,
     rsqrt,
     sigmoid,
@@ -80,7 +81,7 @@ __all__ = [
     "less_equal", "log", "log1p", "log_softmax", "logical_and", "logical_not", "logical_or",
     "matmul", "max", "maximum", "mean", "min", "minimum", "mod", "mul", "neg", "not_equal",
     "one_hot", "pad", "pow_scalar", "power", "primitive", "reduce_logsumexp", "reduce_max",
-    "reduce_min", "reduce_sum", "reshape", "round", "rsqrt", "scatter_add", "shape_of",
+    "reduce_min", "reduce_sum", "relu", "reshape", "round", "rsqrt", "scatter_add", "shape_of",
     "sigmoid", "sign", "sin", "softmax", "split", "sqrt", "square", "squeeze", "stack", "sub",
     "sum", "sum_to_shape", "tan", "tanh", "transpose", "variance", "where",
 ]

@@ -22,8 +22,8 @@ __all__ = [
     "abs", "add", "cast", "ceil", "clip", "cos", "div", "equal", "exp", "expm1", "floor",
     "floor_div", "greater", "greater_equal", "less", "less_equal", "log", "log1p",
     "logical_and", "logical_not", "logical_or", "maximum", "minimum", "mod", "mul",
-    "neg", "not_equal", "pow", "pow_scalar", "power", "round", "rsqrt", "sigmoid", "sign",
-    "sin", "sqrt", "square", "sub", "tan", "tanh", "where",
+    "neg", "not_equal", "pow", "pow_scalar", "power", "relu", "relu_grad", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sqrt", "square", "sub", "tan", "tanh", "where",
 ]
 
 
@@ -139,6 +139,19 @@ where = primitive(
              lambda v, c, x, y, out: where(c, v, 0.0),
              lambda v, c, x, y, out: where(c, 0.0, v)),
 )
+
+# ReLU as one primitive: the composite where(x > 0, x, 0.0) recorded two ops (the
+# comparison and the select) and ran two kernels. Same values: NaN and -0.0 give
+# +0.0, ints and bools float32; S4TF's convention, the derivative at 0 is 0.
+# relu_grad(v, x) is v where x > 0 (else 0): linear in v, and piecewise constant
+# in x (no derivative), so its own rules are itself.
+relu_grad = primitive(
+    "relu_grad",
+    scalar=lambda v, x: v if x > 0 else 0.0,
+    **_rules(lambda v, g, x, out: relu_grad(v, x), None),
+)
+relu = primitive("relu", scalar=lambda x: x if x > 0 else 0.0,
+                 **_rules(lambda v, x, out: relu_grad(v, x)))
 
 
 # Composites: plain functions of the primitives above.

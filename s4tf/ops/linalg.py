@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
+from .broadcasting import reduce_sum
 from .primitive import primitive
-from .shapes import _transpose, expand_dims, shape_of, squeeze
+from .shapes import _reshape, expand_dims, shape_of, squeeze
 
-__all__ = ["matmul"]
-
-
-def _swap(x):
-    """``x`` with its last two axes swapped (a matrix's transpose, batched)."""
-    rank = len(shape_of(x))
-    perm = _SWAPS.get(rank) or tuple(range(rank - 2)) + (rank - 1, rank - 2)
-    return _transpose(x, perm=perm)
-
-
-_SWAPS = {2: (1, 0), 3: (0, 2, 1)}  # the common ranks' permutations, built once
+__all__ = ["dense", "matmul"]
 
 
 def _describe(args, error):
@@ -27,14 +18,35 @@ def _describe(args, error):
     )
 
 
+# A matmul's cotangents multiply by a transposed operand: x @ y's are g @ y^T and
+# x^T @ g. matmul_nt (x @ y^T) and matmul_tn (x^T @ y) are those products as one op
+# each, the transpose inside the kernel (a free view BLAS reads as it is), so a
+# backward pass records and runs no transposes. Each one's own cotangents are
+# products of the three kinds again: the family is closed under differentiation.
 matmul_ = primitive(
     "matmul",
     promote=True,
     describe=_describe,
-    vjp=(lambda g, x, y, out: matmul_(g, _swap(y)),
-         lambda g, x, y, out: matmul_(_swap(x), g)),
+    vjp=(lambda g, x, y, out: matmul_nt(g, y),
+         lambda g, x, y, out: matmul_tn(x, g)),
     jvp=(lambda t, x, y, out: matmul_(t, y),
          lambda t, x, y, out: matmul_(x, t)),
+)
+matmul_nt = primitive(
+    "matmul_nt",
+    promote=True,
+    vjp=(lambda g, x, y, out: matmul_(g, y),
+         lambda g, x, y, out: matmul_tn(g, x)),
+    jvp=(lambda t, x, y, out: matmul_nt(t, y),
+         lambda t, x, y, out: matmul_nt(x, t)),
+)
+matmul_tn = primitive(
+    "matmul_tn",
+    promote=True,
+    vjp=(lambda g, x, y, out: matmul_nt(y, g),
+         lambda g, x, y, out: matmul_(x, g)),
+    jvp=(lambda t, x, y, out: matmul_tn(t, y),
+         lambda t, x, y, out: matmul_tn(x, t)),
 )
 
 
@@ -58,3 +70,49 @@ def matmul(x, y):
     if x_shape[-1] != y_shape[-2]:
         raise ValueError(_describe((x, y), None))
     return matmul_.binary(x, y)
+
+
+# A dense layer's x @ w + b as one primitive: one node to record and to pull back
+# (and one on the lazy backend) instead of a matmul and a broadcast add. The bias's
+# cotangent is the output's summed over the rows; its tangent is broadcast up to
+# the output's shape by the forward engine.
+def _row_sum(g):
+    """The sum of the rows of matrix ``g``: a bias's cotangent (one row: a reshape)."""
+    rows, columns = shape_of(g)
+    if rows == 1:
+        return _reshape(g, shape=(columns,))
+    return reduce_sum(g, axis=(0,), keepdims=False)
+
+
+dense_ = primitive(
+    "dense",
+    promote=True,
+    vjp=(lambda g, x, w, b, out: matmul_nt(g, w),
+         lambda g, x, w, b, out: matmul_tn(x, g),
+         lambda g, x, w, b, out: _row_sum(g)),
+    jvp=(lambda t, x, w, b, out: matmul_(t, w),
+         lambda t, x, w, b, out: matmul_(x, t),
+         lambda t, x, w, b, out: t),
+)
+
+
+def dense(x, w, b):
+    """``x @ w + b`` for a matrix ``x`` of rows, a matrix ``w`` and a bias row ``b``.
+
+    The same values as ``matmul(x, w) + b`` when the three share a dtype (else
+    they are promoted to one first), as one op.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops.linalg import dense
+    >>> dense(s4tf.ones([2, 3]), s4tf.ones([3, 4]), s4tf.Tensor([0.0, 1.0, 2.0, 3.0])).tolist()
+    [[3.0, 4.0, 5.0, 6.0], [3.0, 4.0, 5.0, 6.0]]
+    """
+    x_shape, w_shape, b_shape = shape_of(x), shape_of(w), shape_of(b)
+    if len(x_shape) != 2 or len(w_shape) != 2 or b_shape != w_shape[1:] or x_shape[1] != w_shape[0]:
+        raise ValueError(
+            f"dense: needs x of shape (n, k), w of shape (k, m) and b of shape (m,); got "
+            f"{x_shape}, {w_shape} and {b_shape}. Use matmul(x, w) + b for other shapes."
+        )
+    return dense_(x, w, b)

@@ -109,7 +109,7 @@ class Primitive:
         arguments from position ``k`` on (``where``'s condition stays bool).
     """
 
-    __slots__ = ("name", "vjp", "jvp", "scalar", "promote", "describe")
+    __slots__ = ("name", "vjp", "jvp", "scalar", "promote", "describe", "_same_dtype_from")
 
     def __init__(self, name, *, vjp=None, jvp=None, scalar=None, promote=False, describe=None):
         self.name = name
@@ -118,6 +118,9 @@ class Primitive:
         self.scalar = scalar
         self.promote = promote
         self.describe = describe
+        # The first argument whose dtype promotion would change (None: none would), for
+        # the n-ary fast path: arguments from there on must share one dtype to skip it.
+        self._same_dtype_from = None if promote is False else (0 if promote is True else int(promote))
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -140,6 +143,27 @@ class Primitive:
             return self._impl(args, params)
         if len(args) == 2 and not params:
             return self.binary(args[0], args[1])
+        # Plain tensors of one backend (and of one dtype where promoted, so promotion
+        # has nothing to do) go straight to the kernel.
+        first = args[0] if args else None
+        if type(first) is Tensor:
+            backend, same_from, dtype, datas = first._backend, self._same_dtype_from, None, []
+            for i, arg in enumerate(args):
+                if type(arg) is not Tensor or arg._backend is not backend:
+                    break
+                data = arg._data
+                if same_from is not None and i >= same_from:
+                    if dtype is None:
+                        dtype = data.dtype
+                    elif not (data.dtype is dtype or data.dtype == dtype):
+                        break
+                datas.append(data)
+            else:
+                try:
+                    out = getattr(backend.kernels, self.name)(*datas, **params)
+                except (ValueError, TypeError, IndexError) as error:
+                    raise self._error(args, error) from None
+                return _wrap(out, backend)
         top = None
         for arg in args:
             if isinstance(arg, Tracer) and (top is None or arg._trace.level > top.level):

@@ -11,14 +11,19 @@ import numpy as np
 
 from ..tensor import Tensor
 from .primitive import primitive
+from .tracer import Tracer
 
 __all__ = ["expand_dims", "reshape", "shape_of", "squeeze", "transpose"]
 
 
 def shape_of(value) -> tuple[int, ...]:
     """The shape of a Tensor (or tracer); ``()`` for a Python number."""
+    # Asked several times per op and per derivative rule, so without the properties'
+    # frames: a tracer's shape is its innermost primal's (a float's is ()).
+    while isinstance(value, Tracer):
+        value = value._primal
     if isinstance(value, Tensor):
-        return value.shape
+        return tuple(value._data.shape)
     return np.shape(value)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..backends.base import get_backend, get_backend_object
 from ..non_differentiable import non_differentiable
-from ..tensor import Tensor
+from ..tensor import _DTYPES, Tensor
 from .numpy_functions import shape_query
 
 __all__ = ["Trace", "Tracer", "innermost", "is_float_like", "new_level", "strip"]
@@ -108,15 +108,25 @@ class Tracer(Tensor):
     __slots__ = ("_trace", "_primal")
     _traced = True
 
+    # A tracer's shape and dtype are its innermost primal's (a Python float's: () and
+    # float64), read without the properties of every level and of the Tensor: layers
+    # and derivative rules ask them several times per op.
     @property
     def shape(self):
         primal = self._primal
-        return primal.shape if isinstance(primal, Tensor) else ()
+        while isinstance(primal, Tracer):
+            primal = primal._primal
+        return tuple(primal._data.shape) if isinstance(primal, Tensor) else ()
 
     @property
     def dtype(self):
         primal = self._primal
-        return primal.dtype if isinstance(primal, Tensor) else _dtypes.float64
+        while isinstance(primal, Tracer):
+            primal = primal._primal
+        if isinstance(primal, Tensor):
+            found = _DTYPES.get(primal._data.dtype)
+            return found if found is not None else primal.dtype
+        return _dtypes.float64
 
     @property
     def backend(self):

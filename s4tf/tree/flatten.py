@@ -18,7 +18,6 @@ __all__ = ["TreeDef", "is_leaf", "is_zero", "tree_flatten", "tree_leaves", "tree
            "tree_unflatten"]
 
 _LEAF, _STATIC, _LIST, _TUPLE, _DICT, _NODE, _CELL = range(7)
-_MISSING = object()
 
 
 def is_zero(value) -> bool:
@@ -123,7 +122,8 @@ class TreeDef:
             for key, child in zip(self.meta, self.children, strict=False):
                 child._align(parts.get(key), out)
             return
-        cls, names, _ = self.meta
+        plan = self.meta[0]
+        cls, names = plan.cls, plan.names
         if not zero:
             tangent_cls = node_type(cls).tangent
             if not isinstance(tangent, tangent_cls):
@@ -147,9 +147,18 @@ class TreeDef:
             return next(leaves)
         if kind == _STATIC:
             return None if tangent else self.meta
-        # Leaf children are taken inline: most children of a model are its tensors.
-        children = [next(leaves) if child is _LEAF_DEF else child._build(leaves, tangent)
-                    for child in self.children]
+        # Leaf children are taken inline: most children of a model are its tensors. (A
+        # loop, not a comprehension: before Python 3.12 that is one more frame per node.)
+        children = []
+        for child in self.children:
+            children.append(next(leaves) if child is _LEAF_DEF else child._build(leaves, tangent))
+        if kind == _NODE:  # the common structure of a model, tested first
+            plan, static = self.meta
+            if tangent:
+                return plan.tangent(children)
+            value = new_instance(plan.cls, static)
+            value.__dict__.update(zip(plan.names, children, strict=False))
+            return value
         if kind == _LIST:
             return children
         if kind == _TUPLE:
@@ -159,18 +168,7 @@ class TreeDef:
             return cls(*children)
         if kind == _DICT:
             return dict(zip(self.meta, children, strict=False))
-        if kind == _CELL:
-            return None if tangent else self.meta(children[0])
-        cls, names, static = self.meta
-        if tangent:
-            tangent_type = node_type(node_type(cls).tangent)
-            values = dict(zip(names, children, strict=False))
-            if tangent_type.fields != names:  # a hand-written TangentVector may name other fields
-                values = {n: values.get(n) for n in tangent_type.fields}
-            return new_instance(tangent_type.cls, values)
-        fields = dict(static)
-        fields.update(zip(names, children, strict=False))
-        return new_instance(cls, fields)
+        return None if tangent else self.meta(children[0])  # a cell
 
     def __eq__(self, other):
         return (
@@ -195,7 +193,8 @@ _KIND_NAMES = ["leaf", "static", "list", "tuple", "dict", "node", "cell"]
 
 def _meta_key(treedef):
     if treedef.kind == _NODE:
-        return treedef.meta[0], treedef.meta[1]
+        plan = treedef.meta[0]
+        return plan.cls, plan.names
     return treedef.meta
 
 
@@ -219,11 +218,13 @@ def _flatten(value, leaves, differentiable):
     if kind is float:
         leaves.append(value)
         return _LEAF_DEF
-    if kind is list:
-        return TreeDef(_LIST, None, tuple([_flatten(v, leaves, differentiable) for v in value]))
-    if kind is tuple:
-        return TreeDef(_TUPLE, tuple, tuple([_flatten(v, leaves, differentiable) for v in value]))
-    plan = _PLANS.get((kind, differentiable))
+    if kind is list or kind is tuple:
+        children = []
+        for v in value:
+            children.append(_flatten(v, leaves, differentiable))
+        return TreeDef(_LIST, None, tuple(children)) if kind is list else TreeDef(
+            _TUPLE, tuple, tuple(children))
+    plan = (_DIFFERENTIABLE_PLANS if differentiable else _PLANS).get(kind)
     if plan is not None:
         return _flatten_node(value, plan, leaves, differentiable)
     return _flatten_general(value, leaves, differentiable)
@@ -254,35 +255,70 @@ def _flatten_general(value, leaves, differentiable):
     return _flatten_node(value, _plan(cls, node, differentiable), leaves, differentiable)
 
 
-# (class, differentiable) -> (cls, child field names, ((field name, is static), ...)).
-# Registered classes live as long as the program, so a plain dict is the cache.
+class _Plan:
+    """How instances of one registered class flatten and rebuild, made once per class.
+
+    ``names`` are the fields flattened as children, ``static_names`` those kept
+    as they are (``no_derivative`` fields under differentiation), both in field
+    order. The tangent class and the fields it takes are looked up at the
+    first tangent built.
+    """
+
+    __slots__ = ("cls", "names", "static_names", "_tangent")
+
+    def __init__(self, cls, names, static_names):
+        self.cls, self.names, self.static_names = cls, names, static_names
+        self._tangent = None
+
+    def tangent(self, children):
+        """The tangent vector whose differentiable fields are ``children`` (in ``names`` order)."""
+        if self._tangent is None:
+            tangent_type = node_type(node_type(self.cls).tangent)
+            # A hand-written TangentVector may name other fields: those it takes, by name.
+            fields = None if tangent_type.fields == self.names else tangent_type.fields
+            self._tangent = (tangent_type.cls, fields)
+        cls, fields = self._tangent
+        values = zip(self.names, children, strict=False)
+        if fields is not None:
+            given = dict(values)
+            values = {n: given.get(n) for n in fields}
+        return new_instance(cls, values)
+
+
+# class -> its _Plan, one table for each mode of flattening (under differentiation,
+# no_derivative fields are static). Registered classes live as long as the program, so
+# plain dicts are the caches.
 _PLANS: dict = {}
+_DIFFERENTIABLE_PLANS: dict = {}
 
 
 def _plan(cls, node, differentiable):
     """How to flatten instances of ``cls`` (registered as ``node``), made once per class."""
-    plan = _PLANS.get((cls, differentiable))
+    plans = _DIFFERENTIABLE_PLANS if differentiable else _PLANS
+    plan = plans.get(cls)
     if plan is None:
         skip = node.no_derivative if differentiable else ()
-        fields = tuple((name, name in skip) for name in node.fields)
-        names = tuple(name for name, static in fields if not static)
-        plan = _PLANS[(cls, differentiable)] = (cls, names, fields)
+        plan = plans[cls] = _Plan(cls, tuple(n for n in node.fields if n not in skip),
+                                  tuple(n for n in node.fields if n in skip))
     return plan
 
 
 def _flatten_node(value, plan, leaves, differentiable):
-    cls, names, fields = plan
     state = value.__dict__
-    children, static = [], {}
-    for name, is_static in fields:
-        field_value = state.get(name, _MISSING)
-        if field_value is _MISSING:
-            field_value = getattr(value, name)
-        if is_static:
-            static[name] = field_value
+    children = []
+    for name in plan.names:
+        child = state[name] if name in state else getattr(value, name)  # else a class default
+        # A tensor child (most of a model's) is taken inline: a leaf, or static when
+        # differentiating an integer tensor.
+        if type(child) is Tensor and (not differentiable or child.dtype.is_floating):
+            leaves.append(child)
+            children.append(_LEAF_DEF)
         else:
-            children.append(_flatten(field_value, leaves, differentiable))
-    return TreeDef(_NODE, (cls, names, static), tuple(children))
+            children.append(_flatten(child, leaves, differentiable))
+    static = {}
+    for name in plan.static_names:
+        static[name] = state[name] if name in state else getattr(value, name)
+    return TreeDef(_NODE, (plan, static), tuple(children))
 
 
 def tree_flatten(value, differentiable: bool = False):

@@ -3,7 +3,7 @@
 At compile time each node is replayed by calling the kernel of the same name
 on :class:`JaxKernels`: the shared :class:`ArrayKernels` over
 ``jax.numpy``, overridden only where JAX differs (functional scatter with
-``.at[].add``) or where precision must be pinned: matmul here and the
+``.at[].add``) or where precision must be pinned: matmul and dense here and the
 convolutions of :mod:`.nn_kernels` run at ``Precision.HIGHEST`` (full float32,
 no silent TF32/bf16); a new kernel doing products must pin it the same way.
 """
@@ -56,6 +56,9 @@ class JaxKernels(JaxNNKernels, ArrayKernels):
     def matmul(self, x, y):
         # Full float32: no silent TF32/bf16 passes on accelerators.
         return jnp.matmul(x, y, precision=_HIGHEST)
+
+    def dense(self, x, w, b):
+        return jnp.matmul(x, w, precision=_HIGHEST) + b
 
     def with_sharding(self, x, *, sharding):
         # A layout annotation for XLA's SPMD partitioner (s4tf.distributed): an
