@@ -65,12 +65,18 @@ class NormKernels:
         """``value`` typed like ``like`` (a Python float would lift bfloat16 to float32)."""
         return self.xp.asarray(value, dtype=like.dtype)
 
+    def _tile(self, vector, tiles):
+        """``vector`` repeated ``tiles`` times (one broadcast copy; ``xp.tile`` costs twice that)."""
+        out = self.xp.empty((tiles, vector.shape[0]), dtype=vector.dtype)
+        out[...] = vector
+        return out.reshape(-1)
+
     def _centered(self, matrix, mean):
         """``(matrix - mean)`` in a new array shaped ``(rows * C / run, run)``, and its tiling."""
         rows, channels = matrix.shape
         tiles = math.gcd(rows, max(1, RUN // channels)) if rows else 1
         shape = (rows // tiles, tiles * channels)
-        return self.xp.subtract(matrix.reshape(shape), self.xp.tile(mean, tiles)), tiles
+        return self.xp.subtract(matrix.reshape(shape), self._tile(mean, tiles)), tiles
 
     def _inverse_count(self, matrix):
         rows = matrix.shape[0]
@@ -99,8 +105,8 @@ class NormKernels:
         xp = self.xp
         matrix = self._features_last(x, axis)
         y, tiles = self._centered(matrix, moments[0])
-        xp.multiply(y, xp.tile(scale * self._rstd(moments, epsilon), tiles), out=y)
-        xp.add(y, xp.tile(offset, tiles), out=y)
+        xp.multiply(y, self._tile(scale * self._rstd(moments, epsilon), tiles), out=y)
+        xp.add(y, self._tile(offset, tiles), out=y)
         return self._features_back(y, x.shape, axis)
 
     def batch_norm_backprop(self, g, x, scale, moments, *, axis, epsilon):
@@ -118,10 +124,10 @@ class NormKernels:
         grad_mean = self._column_sums(grads.reshape(matrix.shape)) * inverse
         projection = self._column_sums(dx.reshape(matrix.shape)) * inverse  # mean(g * (x - mean))
         factor = scale * r
-        xp.multiply(grads, xp.tile(factor, tiles), out=dx)
-        xp.multiply(centered, xp.tile(factor * r * r * projection, tiles), out=centered)
+        xp.multiply(grads, self._tile(factor, tiles), out=dx)
+        xp.multiply(centered, self._tile(factor * r * r * projection, tiles), out=centered)
         xp.subtract(dx, centered, out=dx)
-        xp.subtract(dx, xp.tile(factor * grad_mean, tiles), out=dx)
+        xp.subtract(dx, self._tile(factor * grad_mean, tiles), out=dx)
         return self._features_back(dx, x.shape, axis)
 
     def batch_norm_scale_grad(self, g, x, moments, *, axis, epsilon):
