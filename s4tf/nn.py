@@ -1,4 +1,4 @@
-"""``s4tf.nn``: the functional neural-network ops (convolutions, pools, resampling, attention).
+"""``s4tf.nn``: the functional neural-network ops (convolutions, pools, batch norm, resampling, attention).
 
 Channels-last data (NHWC and its 1-D/3-D analogues) and HWIO filters, as in
 Swift for TensorFlow; "same"/"valid" padding with TensorFlow's semantics. Every
@@ -27,6 +27,7 @@ from .ops.convolution import (
     depthwise_conv2d,
     separable_conv2d,
 )
+from .ops.normalization import batch_norm
 from .ops.pooling import (
     adaptive_avg_pool2d,
     avg_pool1d,
@@ -52,7 +53,8 @@ from .ops.resampling import (
 )
 
 __all__ = [
-    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "channel_shuffle", "conv1d",
+    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm",
+    "channel_shuffle", "conv1d",
     "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d", "conv3d_transpose",
     "depthwise_conv2d", "global_avg_pool1d",
     "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d",

@@ -35,6 +35,7 @@ cotangent with the flipped filter; otherwise it is col2im: per chunk one GEMM
 strided add per window offset.
 
 Pools (:mod:`.pool_kernels`) loop over the window offsets, never over pixels.
+Batch normalization's kernels are in :mod:`.norm_kernels`.
 
 Replaying on ``jax.numpy``: ``max_pool_select`` is purely functional;
 everything else here uses strided views or writes into scratch buffers, and
@@ -46,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import im2col
+from .norm_kernels import NormKernels
 from .pool_kernels import PoolKernels
 from .windows import conv_output_shape, full_key, offset_keys, padded_shape, size
 
@@ -60,8 +62,8 @@ _BLAS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
          np.dtype(np.complex128))
 
 
-class NNKernels(PoolKernels):
-    """Convolution and pooling kernels; ``self.xp`` is the array module."""
+class NNKernels(NormKernels, PoolKernels):
+    """Convolution, pooling and batch-normalization kernels; ``self.xp`` is the array module."""
 
     def _gemm_into(self, out, a, b):
         """``out[...] = a @ b``: straight into ``out`` for BLAS dtypes, else cast on assignment."""

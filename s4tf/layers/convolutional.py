@@ -1,8 +1,14 @@
 """Convolution layers: Conv1D/2D/3D, DepthwiseConv2D, SeparableConv1D/2D.
 
 Channels-last inputs and HWIO filters, as in Swift for TensorFlow; the math is
-:mod:`s4tf.nn` (TF "same"/"valid" padding, the odd padding element after).
-Transposed convolutions are in :mod:`s4tf.layers.transposed`.
+:mod:`s4tf.nn` (TF "same"/"valid" padding, the odd padding element after, or
+explicit ``(before, after)`` pairs per spatial axis). Transposed convolutions
+are in :mod:`s4tf.layers.transposed`.
+
+``layer(x, padding=p)`` runs a convolution (or a pool) with padding ``p``
+instead of its own for that one call: the model zoo keeps layers saved as
+"valid" (their checkpoints unchanged) and runs them with PyTorch's padding
+this way, inside the kernels, where it used to zero-pad the input first.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from ..differentiable import no_derivative
 from ..initializers import glorot_uniform, zeros
 from ..ops import expand_dims, squeeze
 from ..ops.shapes import shape_of
+from ..ops.window_geometry import padding_pairs
 from ..tensor import Tensor
 from .layer import Layer, check_input_shape
 
@@ -28,11 +35,19 @@ def expand(value, n: int, name: str, layer: str) -> tuple[int, ...]:
     return per_axis(value, n, name, layer)
 
 
-def check_padding(padding, layer: str) -> str:
-    """``padding`` validated as "valid" or "same"."""
-    if padding not in ("valid", "same"):
-        raise ValueError(f"{layer}: padding must be 'valid' or 'same', got {padding!r}.")
-    return padding
+def check_padding(padding, n: int, layer: str) -> str | tuple:
+    """``padding`` validated: "valid", "same", or ``n`` explicit ``(before, after)`` int pairs.
+
+    Pairs come back as a tuple of tuples (a static, hashable field).
+    """
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(
+                f"{layer}: padding must be 'valid' or 'same', got {padding!r}; or give {n} "
+                f"explicit (before, after) pairs, e.g. {((1, 1),) * n}."
+            )
+        return padding
+    return padding_pairs(padding, n, layer)
 
 
 def check_filter_shape(filter_shape, rank: int, layout: str, layer: str,
@@ -57,7 +72,7 @@ class _Conv(Layer):
     filter: Tensor
     bias: Tensor | None
     strides: tuple = no_derivative()
-    padding: str = no_derivative()
+    padding: str | tuple = no_derivative()
     dilations: tuple = no_derivative()
     activation: typing.Callable = no_derivative()
 
@@ -69,7 +84,7 @@ class _Conv(Layer):
     _out_axis: typing.ClassVar[int] = -1
     _functions: typing.ClassVar[tuple] = (nn.conv1d, nn.conv2d, nn.conv3d)
 
-    def __init__(self, filter_shape, strides=1, padding: str = "valid", dilations=1,
+    def __init__(self, filter_shape, strides=1, padding: str | tuple = "valid", dilations=1,
                  activation=identity, use_bias: bool = True, filter_initializer=glorot_uniform,
                  dtype=_dtypes.float32):
         name, n = type(self).__name__, self._rank
@@ -77,15 +92,16 @@ class _Conv(Layer):
         self.filter = filter_initializer(shape, dtype=dtype)
         self.bias = zeros((shape[self._out_axis],), dtype=dtype) if use_bias else None
         self.strides = expand(strides, n, "strides", name)
-        self.padding = check_padding(padding, name)
+        self.padding = check_padding(padding, n, name)
         self.dilations = expand(dilations, n, "dilations", name)
         self.activation = activation
 
-    def __call__(self, input):
+    def __call__(self, input, padding=None):
         n = self._rank
         channels_last_check(self, input, n, shape_of(self.filter)[self._in_axis])
         out = self._functions[n - 1](input, self.filter, strides=self.strides,
-                                     padding=self.padding, dilations=self.dilations)
+                                     padding=self.padding if padding is None else padding,
+                                     dilations=self.dilations)
         return self.activation(out + self.bias if self.bias is not None else out)
 
 
@@ -113,7 +129,9 @@ class Conv2D(_Conv):
 
     ``Conv2D(filter_shape, strides=1, padding="valid", dilations=1,
     activation=identity, use_bias=True, filter_initializer=glorot_uniform,
-    dtype=float32)``, S4TF's defaults.
+    dtype=float32)``, S4TF's defaults. ``padding`` is "valid", "same" or
+    explicit ``((top, bottom), (left, right))`` (PyTorch's ``padding=1`` is
+    ``((1, 1), (1, 1))``).
 
     Examples
     --------
@@ -121,6 +139,9 @@ class Conv2D(_Conv):
     >>> conv = s4tf.layers.Conv2D(filter_shape=(5, 5, 1, 6), padding="same", activation=s4tf.relu)
     >>> conv(s4tf.ones([2, 28, 28, 1])).shape
     (2, 28, 28, 6)
+    >>> s4tf.layers.Conv2D(filter_shape=(3, 3, 1, 6), strides=2,
+    ...                    padding=((1, 1), (1, 1)))(s4tf.ones([2, 28, 28, 1])).shape
+    (2, 14, 14, 6)
     """
 
     _rank = 2
@@ -161,11 +182,11 @@ class DepthwiseConv2D(Layer):
     filter: Tensor
     bias: Tensor | None
     strides: tuple = no_derivative()
-    padding: str = no_derivative()
+    padding: str | tuple = no_derivative()
     dilations: tuple = no_derivative()
     activation: typing.Callable = no_derivative()
 
-    def __init__(self, filter_shape, strides=1, padding: str = "valid", dilations=1,
+    def __init__(self, filter_shape, strides=1, padding: str | tuple = "valid", dilations=1,
                  activation=identity, use_bias: bool = True, filter_initializer=glorot_uniform,
                  dtype=_dtypes.float32):
         shape = check_filter_shape(filter_shape, 4, "(height, width, in_channels, multiplier)",
@@ -173,13 +194,14 @@ class DepthwiseConv2D(Layer):
         self.filter = filter_initializer(shape, dtype=dtype)
         self.bias = zeros((shape[2] * shape[3],), dtype=dtype) if use_bias else None
         self.strides = expand(strides, 2, "strides", "DepthwiseConv2D")
-        self.padding = check_padding(padding, "DepthwiseConv2D")
+        self.padding = check_padding(padding, 2, "DepthwiseConv2D")
         self.dilations = expand(dilations, 2, "dilations", "DepthwiseConv2D")
         self.activation = activation
 
-    def __call__(self, input):
+    def __call__(self, input, padding=None):
         channels_last_check(self, input, 2, shape_of(self.filter)[2])
-        out = nn.depthwise_conv2d(input, self.filter, strides=self.strides, padding=self.padding,
+        out = nn.depthwise_conv2d(input, self.filter, strides=self.strides,
+                                  padding=self.padding if padding is None else padding,
                                   dilations=self.dilations)
         return self.activation(out + self.bias if self.bias is not None else out)
 
@@ -189,13 +211,13 @@ class _Separable(Layer):
     pointwise_filter: Tensor
     bias: Tensor | None
     strides: tuple = no_derivative()
-    padding: str = no_derivative()
+    padding: str | tuple = no_derivative()
     activation: typing.Callable = no_derivative()
 
     _rank: typing.ClassVar[int] = 0
 
     def __init__(self, depthwise_filter_shape, pointwise_filter_shape, strides=1,
-                 padding: str = "valid", activation=identity, use_bias: bool = True,
+                 padding: str | tuple = "valid", activation=identity, use_bias: bool = True,
                  filter_initializer=glorot_uniform, dtype=_dtypes.float32):
         name, n = type(self).__name__, self._rank
         depthwise = check_filter_shape(depthwise_filter_shape, n + 2,
@@ -213,7 +235,7 @@ class _Separable(Layer):
         self.pointwise_filter = filter_initializer(pointwise, dtype=dtype)
         self.bias = zeros((pointwise[-1],), dtype=dtype) if use_bias else None
         self.strides = expand(strides, n, "strides", name)
-        self.padding = check_padding(padding, name)
+        self.padding = check_padding(padding, n, name)
         self.activation = activation
 
     def __call__(self, input):
@@ -221,10 +243,11 @@ class _Separable(Layer):
         channels_last_check(self, input, n, shape_of(self.depthwise_filter)[-2])
         if n == 1:
             # A 1-D separable convolution is a 2-D one over a height-1 image.
+            padding = self.padding if isinstance(self.padding, str) else ((0, 0),) + self.padding
             out = squeeze(nn.separable_conv2d(
                 expand_dims(input, 1), expand_dims(self.depthwise_filter, 0),
                 expand_dims(self.pointwise_filter, 0), strides=(1,) + self.strides,
-                padding=self.padding), 1)
+                padding=padding), 1)
         else:
             out = nn.separable_conv2d(input, self.depthwise_filter, self.pointwise_filter,
                                       strides=self.strides, padding=self.padding)

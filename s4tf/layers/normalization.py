@@ -15,6 +15,7 @@ from ..differentiable import State, no_derivative
 from ..initializers import ones, zeros
 from ..learning_phase import layer_is_training
 from ..ops import mean, reshape, rsqrt
+from ..ops.normalization import batch_norm
 from ..ops.shapes import shape_of
 from ..ops.tracer import strip
 from ..tensor import Tensor
@@ -40,15 +41,12 @@ def _feature_axis(layer, input, axis: int, feature_count: int) -> tuple[int, tup
     return axis, tuple(feature_count if i == axis else 1 for i in range(rank))
 
 
-def _normalize(x, mean_, variance, scale, offset, epsilon):
-    return (x - mean_) * rsqrt(variance + epsilon) * scale + offset
-
-
 class BatchNorm(Layer):
     """Batch normalization (Ioffe and Szegedy 2015), S4TF's ``BatchNorm``.
 
     In the training phase the layer normalizes with the batch's statistics
-    (over every axis but ``axis``) and updates, in place in their
+    (over every axis but ``axis``; :func:`s4tf.nn.batch_norm`, one fused op)
+    and updates, in place in their
     :class:`s4tf.State` cells, ``running = momentum * running + (1 - momentum) *
     batch`` (the batch variance is biased), inside or outside differentiation.
     In the inference phase (the default) it uses the running statistics.
@@ -100,27 +98,23 @@ class BatchNorm(Layer):
         self.epsilon = epsilon
 
     def __call__(self, input):
-        feature_count = shape_of(self.offset)[0]
-        axis, kept = _feature_axis(self, input, self.axis, feature_count)
-        offset = reshape(self.offset, kept)
-        scale = reshape(self.scale, kept)
+        axis, kept = _feature_axis(self, input, self.axis, shape_of(self.offset)[0])
         if not layer_is_training(self, input, self.offset, self.scale):
-            running_mean = reshape(self.running_mean.value, kept)
-            running_variance = reshape(self.running_variance.value, kept)
-            return _normalize(input, running_mean, running_variance, scale, offset, self.epsilon)
-        axes = tuple(i for i in range(len(kept)) if i != axis)
-        batch_mean = mean(input, axis=axes, keepdims=True)
-        centered = input - batch_mean
-        batch_variance = mean(centered * centered, axis=axes, keepdims=True)
-        self._update_running(strip(batch_mean), strip(batch_variance), feature_count)
-        return centered * rsqrt(batch_variance + self.epsilon) * scale + offset
+            # One factor per feature, then two passes over the input (not three).
+            factor = rsqrt(self.running_variance.value + self.epsilon) * self.scale
+            return ((input - reshape(self.running_mean.value, kept)) * reshape(factor, kept)
+                    + reshape(self.offset, kept))
+        output, batch_mean, batch_variance = batch_norm(input, self.scale, self.offset, axis=axis,
+                                                        epsilon=self.epsilon)
+        self._update_running(strip(batch_mean), strip(batch_variance))
+        return output
 
-    def _update_running(self, batch_mean, batch_variance, feature_count):
+    def _update_running(self, batch_mean, batch_variance):
         # Plain (untraced) tensors only: the cells outlive any differentiation.
         m = self.momentum
         for cell, batch in ((self.running_mean, batch_mean), (self.running_variance, batch_variance)):
             old = cell.value
-            cell.value = old * m + reshape(batch, (feature_count,)).astype(old.dtype) * (1.0 - m)
+            cell.value = old * m + batch.astype(old.dtype) * (1.0 - m)
 
 
 class LayerNorm(Layer):

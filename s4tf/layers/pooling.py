@@ -1,7 +1,9 @@
 """Pooling layers: Max/Avg pooling over 1-3 spatial axes, global and adaptive pools.
 
 Thin layers over :mod:`s4tf.nn` (TF semantics: "same" average pooling excludes
-the padding from each window's count). They have no parameters.
+the padding from each window's count, as does explicit ``(before, after)``
+padding). They have no parameters. As for convolutions, ``pool(x,
+padding=p)`` uses padding ``p`` instead of the layer's own for that call.
 """
 
 from __future__ import annotations
@@ -29,21 +31,22 @@ def _check_rank(layer, input, n):
 class _Pool(Layer):
     pool_size: tuple = no_derivative()
     strides: tuple = no_derivative()
-    padding: str = no_derivative()
+    padding: str | tuple = no_derivative()
 
     _rank: typing.ClassVar[int] = 0
     _kind: typing.ClassVar[str] = ""
 
-    def __init__(self, pool_size, strides=None, padding: str = "valid"):
+    def __init__(self, pool_size, strides=None, padding: str | tuple = "valid"):
         name, n = type(self).__name__, self._rank
         self.pool_size = expand(pool_size, n, "pool_size", name)
         self.strides = self.pool_size if strides is None else expand(strides, n, "strides", name)
-        self.padding = check_padding(padding, name)
+        self.padding = check_padding(padding, n, name)
 
-    def __call__(self, input):
+    def __call__(self, input, padding=None):
         _check_rank(self, input, self._rank)
         pool = getattr(nn, f"{self._kind}_pool{self._rank}d")
-        return pool(input, pool_size=self.pool_size, strides=self.strides, padding=self.padding)
+        return pool(input, pool_size=self.pool_size, strides=self.strides,
+                    padding=self.padding if padding is None else padding)
 
 
 class MaxPool1D(_Pool):
@@ -63,13 +66,20 @@ class MaxPool1D(_Pool):
 
 
 class MaxPool2D(_Pool):
-    """Maximum over windows of NHWC inputs; a tie splits the derivative evenly.
+    """Maximum over windows of NHWC inputs; a tie sends the derivative to its first maximum.
+
+    ``MaxPool2D(pool_size, strides=None, padding="valid")``: ``padding`` is
+    "valid", "same" or explicit ``((top, bottom), (left, right))``, each side
+    less than the window (the padding never wins a maximum).
 
     Examples
     --------
     >>> import s4tf
     >>> s4tf.layers.MaxPool2D(pool_size=(2, 2), strides=(2, 2))(s4tf.ones([1, 4, 4, 3])).shape
     (1, 2, 2, 3)
+    >>> s4tf.layers.MaxPool2D(pool_size=3, strides=2,
+    ...                       padding=((1, 1), (1, 1)))(s4tf.ones([1, 8, 8, 3])).shape
+    (1, 4, 4, 3)
     """
 
     _rank, _kind = 2, "max"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import layers, nn
+from .. import layers
 from ..activations import relu6
 from ..differentiable import no_derivative
 from ..layers import Layer
@@ -13,15 +13,17 @@ __all__ = ["MobileNetV1"]
 # (pointwise filters, stride) of Keras's 13 depthwise-separable blocks.
 _BLOCKS = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1),
            (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1))
+#: Keras's ``conv_pad`` before a stride-2 depthwise convolution: one row and column after.
+KERAS_PAD = ((0, 1), (0, 1))
 
 
 class DepthwiseSeparableBlock(Layer):
     """MobileNet's block: 3x3 depthwise convolution and 1x1 pointwise one, each with BN and ReLU6.
 
     Field names are Keras's (``conv_dw_<i>``, ``conv_dw_<i>_bn``, ``conv_pw_<i>``,
-    ``conv_pw_<i>_bn`` without the block number). With stride 2 the input is
-    padded by one row and column after the image and the depthwise convolution
-    is "valid", as Keras's ``conv_pad_<i>``.
+    ``conv_pw_<i>_bn`` without the block number). With stride 2 the depthwise
+    convolution is "valid" and runs with one row and column of padding after
+    the image (:data:`KERAS_PAD`), as Keras's ``conv_pad_<i>``.
 
     Examples
     --------
@@ -50,9 +52,9 @@ class DepthwiseSeparableBlock(Layer):
         self.conv_pw_bn = layers.BatchNorm(output_channels)
 
     def __call__(self, x):
-        if self.strides != 1:
-            x = nn.zero_padding2d(x, padding=((0, 1), (0, 1)))
-        x = relu6(self.conv_dw_bn(self.conv_dw(x)))
+        # The stride-2 "valid" layer runs with Keras's conv_pad for this call (no padded copy).
+        x = self.conv_dw(x, padding=KERAS_PAD) if self.strides != 1 else self.conv_dw(x)
+        x = relu6(self.conv_dw_bn(x))
         return relu6(self.conv_pw_bn(self.conv_pw(x)))
 
 

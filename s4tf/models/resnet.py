@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typing
 
-from .. import layers, nn
+from .. import layers
 from ..activations import relu
 from ..differentiable import no_derivative
 from ..initializers import he_normal
 from ..layers import Layer
 from ..layers.layer import check_input_shape
 
-__all__ = ["BasicBlock", "Bottleneck", "Projection", "ResNet"]
+__all__ = ["BasicBlock", "Bottleneck", "Projection", "ResNet", "padded", "torch_padding"]
 
 # depth -> (block, blocks per stage): torchvision's table.
 IMAGENET_DEPTHS = {18: ("basic", (2, 2, 2, 2)), 34: ("basic", (3, 4, 6, 3)),
@@ -50,6 +50,21 @@ def batch_norm(channels: int) -> layers.BatchNorm:
     return layers.BatchNorm(feature_count=channels, momentum=0.9, epsilon=1e-5)
 
 
+def torch_padding(window: int):
+    """PyTorch's padding of a ``window``-wide window: ``window // 2`` on every side, as pairs.
+
+    TF's "same" would put the odd element after instead, which shifts every
+    stride-2 window by one pixel, so torchvision's weights would give other
+    outputs.
+
+    Examples
+    --------
+    >>> torch_padding(3)
+    ((1, 1), (1, 1))
+    """
+    return ((window // 2, window // 2),) * 2
+
+
 def conv(size: int, channels_in: int, channels_out: int, strides: int = 1) -> layers.Conv2D:
     """A bias-free ``size x size`` convolution for :func:`padded` (He-normal initial filter)."""
     return layers.Conv2D(filter_shape=(size, size, channels_in, channels_out), strides=strides,
@@ -57,15 +72,23 @@ def conv(size: int, channels_in: int, channels_out: int, strides: int = 1) -> la
 
 
 def padded(layer, x):
-    """``layer`` (a "valid" convolution or pool) over ``x`` zero-padded by half its window.
+    """``layer`` (a "valid" convolution or pool) over ``x`` padded as PyTorch pads.
 
-    PyTorch pads ``k // 2`` on both sides; TF's "same" puts the odd element
-    after instead, which shifts every stride-2 window by one pixel, so
-    torchvision's weights would give other outputs. Max pools here always
-    follow a ReLU, so zero padding acts as PyTorch's -inf padding.
+    The layer runs with :func:`torch_padding` for this call (zeros for a
+    convolution, -inf for a max pool, as in PyTorch; inside the kernels,
+    without a padded copy of ``x``), while its own ``padding`` field stays
+    "valid": checkpoints keep their structure, and files saved when the input
+    was zero-padded first load and run the same.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> layer = conv(3, 2, 4, strides=2)
+    >>> padded(layer, s4tf.ones([1, 8, 8, 2])).shape, layer.padding
+    ((1, 4, 4, 4), 'valid')
     """
     window = layer.filter.shape[0] if isinstance(layer, layers.Conv2D) else layer.pool_size[0]
-    return layer(nn.zero_padding2d(x, window // 2)) if window > 1 else layer(x)
+    return layer(x, padding=torch_padding(window)) if window > 1 else layer(x)
 
 
 class Projection(Layer):

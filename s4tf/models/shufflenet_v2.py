@@ -141,11 +141,9 @@ class ShuffleNetV2(Layer):
 
     def __call__(self, x):
         x = self.conv1(x)
-        # Torch's max pool pads one -inf on each side; conv1 ends in a ReLU, so
-        # zeros pick the same maxima, and "valid" pooling then gives torch's
-        # windows (TF "same" would pad only after the image).
-        x = nn.max_pool2d(nn.zero_padding2d(x, padding=1), pool_size=3, strides=2,
-                          padding="valid")
+        # Torch's max pool pads one -inf on each side (TF "same" would pad only
+        # after the image, shifting every window).
+        x = nn.max_pool2d(x, pool_size=3, strides=2, padding=((1, 1), (1, 1)))
         for stage in self.stages:
             for unit in stage:
                 x = unit(x)

@@ -25,14 +25,12 @@ _VERSIONS = {
 class CeilMaxPool2D(Layer):
     """3x3 stride-2 max pooling with torch's ``ceil_mode=True`` output size.
 
-    s4tf's pools have TF's "valid" (floor) and "same" padding, and neither
-    gives torch's ``ceil((n - 3) / 2) + 1``: "valid" loses the last row of
+    Neither TF padding gives torch's ``ceil((n - 3) / 2) + 1``: "valid" loses the last row of
     odd-remainder sizes (SqueezeNet 1.0 at 224 would pool 109 -> 54 either way,
-    but 54 -> 26 instead of 27), and "same" pads a 109 map to 55 rows. One
-    row and column of zeros after the image, then "valid" pooling, gives
-    exactly the ceil-mode windows: the extra window torch adds is the one that
-    would read the padding. Zeros never win against SqueezeNet's inputs here,
-    which all come out of a ReLU (>= 0), so the values are torch's too.
+    but 54 -> 26 instead of 27), and "same" pads a 109 map to 55 rows.
+    Explicit padding of one row and column after the image gives exactly the
+    ceil-mode windows: the extra window torch adds is the one that reads the
+    padding, which never wins a maximum, so the values are torch's too.
 
     Examples
     --------
@@ -43,8 +41,7 @@ class CeilMaxPool2D(Layer):
     """
 
     def __call__(self, x):
-        padded = nn.zero_padding2d(x, padding=((0, 1), (0, 1)))
-        return nn.max_pool2d(padded, pool_size=3, strides=2, padding="valid")
+        return nn.max_pool2d(x, pool_size=3, strides=2, padding=((0, 1), (0, 1)))
 
 
 class Fire(Layer):

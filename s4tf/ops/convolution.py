@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from .primitive import primitive
 from .shapes import reshape, shape_of
-from .window_geometry import check_input, expand, explicit_padding, output_size, transposed_size
+from .window_geometry import (
+    check_input,
+    expand,
+    explicit_padding,
+    output_size,
+    padding_pairs,
+    transposed_size,
+)
 
 __all__ = ["conv1d", "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d",
            "conv3d_transpose", "depthwise_conv2d", "separable_conv2d"]
@@ -116,9 +123,9 @@ input : Tensor
 filter : Tensor
     ``(width, in_channels, out_channels)``.
 strides, dilations : int or tuple of 1 int
-padding : {"valid", "same"}
+padding : "valid", "same" or ((before, after),)
     TF semantics: "same" gives ``ceil(width / stride)`` outputs, the odd padding
-    element after.
+    element after; or explicit zeros before and after the input.
 
 Returns
 -------
@@ -141,9 +148,11 @@ input : Tensor
 filter : Tensor
     ``(height, width, in_channels, out_channels)``.
 strides, dilations : int or tuple of 2 ints
-padding : {"valid", "same"}
+padding : "valid", "same" or ((top, bottom), (left, right))
     TF semantics: "same" gives ``ceil(size / stride)`` outputs per axis, the odd
-    padding element after.
+    padding element after; or explicit zeros on each side (as
+    ``jax.lax.conv_general_dilated``; PyTorch's ``padding=p`` is ``((p, p), (p, p))``),
+    applied inside the kernel without copying the input.
 
 Returns
 -------
@@ -158,6 +167,8 @@ Examples
 (2, 28, 28, 6)
 >>> s4tf.nn.conv2d(x, w, strides=2).shape
 (2, 12, 12, 6)
+>>> s4tf.nn.conv2d(x, w, strides=2, padding=((2, 2), (2, 2))).shape
+(2, 14, 14, 6)
 """
 conv3d = _make_conv(3)
 conv3d.__doc__ = """3-D convolution of NDHWC ``input`` with a ``(d, h, w, in, out)`` filter.
@@ -169,7 +180,7 @@ input : Tensor
 filter : Tensor
     ``(depth, height, width, in_channels, out_channels)``.
 strides, dilations : int or tuple of 3 ints
-padding : {"valid", "same"}
+padding : "valid", "same" or 3 (before, after) pairs
 
 Returns
 -------
@@ -196,9 +207,17 @@ def _transposed(x, w, n, output_shape, strides, padding, dilations, op):
             "(..., out_channels, in_channels). Fix the filter shape or the input."
         )
     window = w_shape[:-2]
+    padding = padding_pairs(padding, n, op)
     if output_shape is None:
-        spatial = tuple(transposed_size(size, k, s, d, padding, op)
-                        for size, k, s, d in zip(x_shape[1:-1], window, strides, dilations, strict=True))
+        per_axis = (padding,) * n if isinstance(padding, str) else padding
+        spatial = tuple(transposed_size(size, k, s, d, p) for size, k, s, d, p in
+                        zip(x_shape[1:-1], window, strides, dilations, per_axis, strict=True))
+        if min(spatial) < 1:
+            raise ValueError(
+                f"{op}: the forward convolution's padding {padding} is more than its window "
+                f"{window} covers: the output would have spatial shape {spatial}. Pass less "
+                "padding, or an output_shape."
+            )
     else:
         given = tuple(int(v) for v in output_shape)
         if len(given) == n + 2:
@@ -216,8 +235,8 @@ def _transposed(x, w, n, output_shape, strides, padding, dilations, op):
         spatial = given
     # The forward convolution of the output must give back the input's spatial shape.
     pads = explicit_padding(spatial, window, strides, dilations, padding, op)
-    expected = tuple(output_size(size, k, s, d, padding.lower())
-                     for size, k, s, d in zip(spatial, window, strides, dilations, strict=True))
+    expected = tuple(output_size(size, k, s, d, p)
+                     for size, k, s, d, p in zip(spatial, window, strides, dilations, pads, strict=True))
     if expected != tuple(x_shape[1:-1]):
         raise ValueError(
             f"{op}: an output of spatial shape {spatial} convolved with strides {strides} and "
@@ -253,8 +272,10 @@ output_shape : tuple of ints, optional
     ``size * stride`` ("same") or ``size * stride + max(window - stride, 0)``
     ("valid"), with the dilated window.
 strides, dilations : int or tuple of {n} ints
-padding : {{"valid", "same"}}
-    The padding of the forward convolution this transposes.
+padding : "valid", "same" or {n} (before, after) pairs
+    The padding of the forward convolution this transposes (explicit pairs:
+    without ``output_shape``, the smallest output whose forward convolution
+    has the input's size, ``(size - 1) * stride + window - before - after``).
 
 Returns
 -------
@@ -291,7 +312,7 @@ def depthwise_conv2d(input, filter, strides=(1, 1), padding="valid", dilations=(
     filter : Tensor
         ``(height, width, in_channels, multiplier)``.
     strides, dilations : int or tuple of 2 ints
-    padding : {"valid", "same"}
+    padding : "valid", "same" or ((top, bottom), (left, right))
 
     Returns
     -------
@@ -340,7 +361,7 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides=(1, 1), 
     pointwise_filter : Tensor
         ``(1, 1, in_channels * multiplier, out_channels)``.
     strides, dilations : int or tuple of 2 ints
-    padding : {"valid", "same"}
+    padding : "valid", "same" or ((top, bottom), (left, right))
 
     Returns
     -------

@@ -13,7 +13,8 @@ max_pool_scatter(x, g)     (g:) max_pool_select(x, a)   max_pool_scatter(x, t_g)
 
 ``x`` only chooses the positions (the first maximum of each window, as TF's
 MaxPoolGrad), so no rule flows into it from select/scatter. Average pooling is
-``window_sum(x) / count`` where ``count`` excludes padding (TF's "same");
+``window_sum(x) / count`` where ``count`` excludes padding (TF's "same", and
+explicit padding likewise: PyTorch's ``count_include_pad=False``);
 ``window_sum`` and ``window_sum_transpose`` are each other's VJP. Adaptive
 average pooling (PyTorch's bins) is linear with a constant matrix per spatial
 axis, so it is two matrix products and needs no primitive of its own.
@@ -69,6 +70,12 @@ def _geometry(x, n, pool_size, strides, padding, op):
     window = expand(pool_size, n, "pool_size", op)
     strides = window if strides is None else expand(strides, n, "strides", op)
     pads = explicit_padding(shape[1:-1], window, strides, (1,) * n, padding, op)
+    if any(before >= k or after >= k for (before, after), k in zip(pads, window, strict=True)):
+        # A window wholly in the padding would have no element: -inf or 0 / 0.
+        raise ValueError(
+            f"{op}: padding {padding} puts a whole window of pool_size {window} in the padding; "
+            "pad each side by less than the window."
+        )
     return shape, window, strides, pads
 
 
@@ -120,8 +127,10 @@ input : Tensor
 pool_size : int or tuple of {n} ints
 strides : int or tuple of {n} ints, optional
     Defaults to ``pool_size`` (non-overlapping windows).
-padding : {{"valid", "same"}}
+padding : "valid", "same" or {n} (before, after) pairs
     {padding}
+    Explicit pairs pad each side by that many elements (fewer than the
+    window), in the same way.
 
 Returns
 -------

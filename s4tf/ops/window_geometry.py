@@ -1,18 +1,28 @@
-"""Window geometry shared by convolutions and pools: argument checks, TF padding.
+"""Window geometry shared by convolutions and pools: argument checks, TF and explicit padding.
 
-Turns the user-facing arguments (ints or tuples, ``"same"``/``"valid"``)
-into the static tuples the primitives and kernels take, and checks shapes so
-that errors name the op and the shapes instead of surfacing from a kernel.
+Turns the user-facing arguments (ints or tuples; ``"same"``, ``"valid"`` or
+explicit ``(before, after)`` pairs, one per spatial axis, as
+``jax.lax.conv_general_dilated`` takes them) into the static tuples the
+primitives and kernels take, and checks shapes so that errors name the op and
+the shapes instead of surfacing from a kernel.
+
+Examples
+--------
+>>> explicit_padding((32, 32), (3, 3), (2, 2), (1, 1), "same", "conv2d")  # TF: odd one after
+((0, 1), (0, 1))
+>>> explicit_padding((32, 32), (3, 3), (2, 2), (1, 1), ((1, 1), (1, 1)), "conv2d")  # PyTorch's
+((1, 1), (1, 1))
 """
 
 from __future__ import annotations
 
 import math
 
-from .._sizes import per_axis
+from .._sizes import as_int, per_axis
 from .shapes import shape_of
 
-__all__ = ["check_input", "expand", "explicit_padding", "output_size", "transposed_size"]
+__all__ = ["check_input", "expand", "explicit_padding", "output_size", "padding_pairs",
+           "transposed_size"]
 
 
 def expand(value, n: int, name: str, op: str, minimum: int = 1) -> tuple[int, ...]:
@@ -33,27 +43,62 @@ def check_input(x, spatial: int, op: str) -> tuple[int, ...]:
     return shape
 
 
-def _padding_mode(padding, op: str) -> str:
-    mode = padding.lower() if isinstance(padding, str) else padding
-    if mode not in ("same", "valid"):
-        raise ValueError(f'{op}: padding must be "same" or "valid"; got {padding!r}.')
-    return mode
+def _forms(n: int) -> str:
+    return f'"same", "valid" or {n} (before, after) pairs of non-negative ints, e.g. {((1, 1),) * n}'
 
 
-def output_size(size: int, window: int, stride: int, dilation: int, mode: str) -> int:
-    """TF's output size of one spatial axis (0 when the window does not fit)."""
-    if mode == "same":
-        return math.ceil(size / stride)
-    return max(0, (size - (window - 1) * dilation - 1) // stride + 1)
+def padding_pairs(padding, n: int, op: str):
+    """``padding`` checked: ``"same"``/``"valid"`` (any case, as lower case) or ``n`` int pairs.
+
+    Explicit pairs come back as a tuple of ``(before, after)`` tuples of ints,
+    hashable and static, whatever sequences they were given as.
+
+    Examples
+    --------
+    >>> padding_pairs([[0, 1], [2, 3]], 2, "conv2d")
+    ((0, 1), (2, 3))
+    >>> padding_pairs("SAME", 2, "conv2d")
+    'same'
+    """
+    if isinstance(padding, str):
+        mode = padding.lower()
+        if mode not in ("same", "valid"):
+            raise ValueError(f"{op}: padding must be {_forms(n)}; got {padding!r}.")
+        return mode
+    try:
+        pairs = tuple((as_int(before), as_int(after)) for before, after in padding)
+    except (TypeError, ValueError):
+        pairs = ()
+    if len(pairs) != n or any(v is None or v < 0 for pair in pairs for v in pair):
+        raise ValueError(
+            f"{op}: padding must be {_forms(n)} (one pair per spatial axis); got {padding!r}."
+        )
+    return pairs
+
+
+def output_size(size: int, window: int, stride: int, dilation: int, pads: tuple[int, int]) -> int:
+    """The output size of one spatial axis padded by ``pads`` (0 when the window does not fit)."""
+    return max(0, (size + sum(pads) - (window - 1) * dilation - 1) // stride + 1)
 
 
 def explicit_padding(spatial_shape, window, strides, dilations, padding, op: str):
-    """``(before, after)`` pairs for TF's ``"same"``/``"valid"`` padding.
+    """``(before, after)`` pairs for TF's ``"same"``/``"valid"`` padding, or the pairs given.
 
     ``"same"`` pads so that the output has ``ceil(size / stride)`` elements,
-    with the odd element after, as TensorFlow does.
+    with the odd element after, as TensorFlow does. Explicit pairs are
+    checked: the padded input must hold the (dilated) window.
     """
-    mode = _padding_mode(padding, op)
+    mode = padding_pairs(padding, len(spatial_shape), op)
+    if not isinstance(mode, str):
+        for size, k, d, (before, after) in zip(spatial_shape, window, dilations, mode, strict=True):
+            extent = (k - 1) * d + 1
+            if size + before + after < extent:
+                raise ValueError(
+                    f"{op}: the (dilated) window {extent} does not fit in the spatial size {size} "
+                    f"padded by ({before}, {after}), of input spatial shape "
+                    f"{tuple(spatial_shape)}; pad more or use a larger input."
+                )
+        return mode
     pairs = []
     for size, k, s, d in zip(spatial_shape, window, strides, dilations, strict=True):
         extent = (k - 1) * d + 1
@@ -71,10 +116,18 @@ def explicit_padding(spatial_shape, window, strides, dilations, padding, op: str
     return tuple(pairs)
 
 
-def transposed_size(size: int, window: int, stride: int, dilation: int, padding, op: str) -> int:
-    """The output size of a transposed convolution when none is given (Keras's rule)."""
-    mode = _padding_mode(padding, op)
-    if mode == "same":
-        return size * stride
+def transposed_size(size: int, window: int, stride: int, dilation: int, padding) -> int:
+    """The output size of a transposed convolution when none is given.
+
+    ``padding`` is ``"same"``/``"valid"`` (Keras's rule) or this axis's
+    explicit ``(before, after)`` pair of the forward convolution (the
+    smallest size whose forward convolution has ``size`` outputs, as
+    ``jax.lax.conv_transpose`` gives; it may be below 1 when the padding
+    exceeds the window, which the caller reports).
+    """
     extent = (window - 1) * dilation + 1
-    return size * stride + max(extent - stride, 0)
+    if padding == "same":
+        return size * stride
+    if padding == "valid":
+        return size * stride + max(extent - stride, 0)
+    return (size - 1) * stride + extent - sum(padding)

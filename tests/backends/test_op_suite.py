@@ -18,6 +18,7 @@ P = RNG.uniform(0.5, 2.0, size=(3, 4))
 IMG = RNG.normal(size=(2, 6, 6, 3))
 FILTER = RNG.normal(size=(3, 3, 3, 4))
 IDX = np.array([2, 0, 2], dtype=np.int32)
+SCALE, OFFSET = RNG.uniform(0.5, 2.0, size=3), RNG.normal(size=3)
 
 # name -> (function of tensors, inputs): every function returns a tensor.
 CASES = {
@@ -41,6 +42,11 @@ CASES = {
             s4tf.nn.max_pool2d(s4tf.nn.conv2d(x, w, padding="same"), pool_size=2, strides=1),
             pool_size=2, strides=2),
         (IMG, FILTER),
+    ),
+    # The output and both statistics, so every result's derivative counts.
+    "batch_norm": (
+        lambda x, s, b: (lambda y, mean, var: y * mean + var)(*s4tf.nn.batch_norm(x, s, b, epsilon=0.01)),
+        (IMG, SCALE, OFFSET),
     ),
 }
 
@@ -88,7 +94,7 @@ def test_gradients_match_naive(backend, case):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("case", ["elementwise", "matmul", "softmax", "slicing"])
+@pytest.mark.parametrize("case", ["elementwise", "matmul", "softmax", "slicing", "batch_norm"])
 def test_forward_mode_matches_naive(backend, case):
     fn, arrays = CASES[case]
     tangents = [np.ones_like(a) for a in arrays]

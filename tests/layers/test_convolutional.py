@@ -82,3 +82,77 @@ def test_separable_layers_are_nn_separable_conv2d_plus_bias():
                                      sep1.pointwise_filter.expand_dims(0), strides=(1, 2),
                                      padding="same")
     np.testing.assert_allclose(sep1(x1).numpy(), want1.squeeze(1).numpy(), rtol=1e-12)
+
+
+EXPLICIT = [  # every convolution layer with explicit (before, after) pairs
+    (layers.Conv1D, dict(filter_shape=(3, 2, 3), padding=[(2, 0)]), (2, 5, 2), "conv1d"),
+    (layers.Conv2D, dict(filter_shape=(3, 3, 2, 3), strides=2, padding=((1, 1), (1, 1))),
+     (1, 6, 5, 2), "conv2d"),
+    (layers.Conv3D, dict(filter_shape=(2, 2, 2, 1, 2), padding=((1, 0), (0, 1), (1, 1))),
+     (1, 2, 3, 3, 1), "conv3d"),
+    (layers.TransposedConv2D, dict(filter_shape=(3, 3, 2, 3), strides=2, padding=((1, 1), (1, 1))),
+     (1, 3, 3, 3), "conv2d_transpose"),
+    (layers.DepthwiseConv2D, dict(filter_shape=(3, 3, 2, 2), padding=((0, 2), (1, 1))),
+     (1, 4, 4, 2), "depthwise_conv2d"),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,shape,function", EXPLICIT, ids=lambda v: getattr(v, "__name__", ""))
+def test_explicit_padding_layers_store_pairs_and_differentiate(cls, kwargs, shape, function):
+    s4tf.random.seed(0)
+    layer = cls(dtype=F64, use_bias=False, **kwargs)
+    pairs = tuple(tuple(p) for p in kwargs["padding"])
+    assert layer.padding == pairs and isinstance(layer.padding[0], tuple)
+    x = _x(shape)
+    expected = getattr(s4tf.nn, function)(x, layer.filter, strides=layer.strides, padding=pairs)
+    np.testing.assert_array_equal(layer(x).numpy(), expected.numpy())
+    check_gradients(lambda m, x: m(x), layer, x)
+
+
+def test_explicit_padding_of_separable_layers():
+    sep = layers.SeparableConv1D(depthwise_filter_shape=(3, 2, 2), pointwise_filter_shape=(1, 4, 3),
+                                 padding=((1, 1),), dtype=F64)
+    x = _x((1, 6, 2))
+    padded = layers.SeparableConv1D(depthwise_filter_shape=(3, 2, 2),
+                                    pointwise_filter_shape=(1, 4, 3), dtype=F64)
+    padded = s4tf.replace(padded, depthwise_filter=sep.depthwise_filter,
+                          pointwise_filter=sep.pointwise_filter)
+    np.testing.assert_allclose(sep(x).numpy(), padded(s4tf.nn.zero_padding1d(x, 1)).numpy(),
+                               atol=1e-12)
+    sep2 = layers.SeparableConv2D(depthwise_filter_shape=(3, 3, 2, 1),
+                                  pointwise_filter_shape=(1, 1, 2, 3), padding=((1, 1), (0, 0)))
+    assert sep2(s4tf.ones([1, 4, 4, 2])).shape == (1, 4, 2, 3)
+
+
+def test_explicit_padding_round_trips_through_a_checkpoint_and_strings_still_load(tmp_path):
+    model = layers.Sequential(
+        layers.Conv2D(filter_shape=(3, 3, 1, 2), padding=((1, 1), (0, 2))),
+        layers.Conv2D(filter_shape=(3, 3, 2, 2), padding="same"),
+        layers.MaxPool2D(pool_size=3, strides=2, padding=((1, 1), (1, 1))))
+    s4tf.save(model, tmp_path / "model.safetensors")
+    loaded = s4tf.load(tmp_path / "model.safetensors")
+    assert [layer.padding for layer in loaded.layers] == [((1, 1), (0, 2)), "same", ((1, 1), (1, 1))]
+    x = s4tf.random.normal([1, 6, 6, 1], seed=1)
+    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+
+
+def test_explicit_padding_errors():
+    with pytest.raises(ValueError, match=r"Conv2D: padding must be .* 2 \(before, after\) pairs"):
+        layers.Conv2D(filter_shape=(3, 3, 1, 1), padding=((1, 1),))
+    with pytest.raises(ValueError, match=r"Conv1D: padding must be 'valid' or 'same', got 'full'; "
+                                         r"or give 1 explicit \(before, after\) pairs"):
+        layers.Conv1D(filter_shape=(3, 1, 1), padding="full")
+
+
+def test_padding_at_call_time_overrides_the_layers_own_for_that_call():
+    conv = layers.Conv2D(filter_shape=(3, 3, 2, 3), strides=2, dtype=F64)
+    x = _x((1, 6, 6, 2))
+    pairs = ((1, 1), (0, 2))
+    want = s4tf.nn.conv2d(x, conv.filter, strides=2, padding=pairs) + conv.bias
+    np.testing.assert_array_equal(conv(x, padding=pairs).numpy(), want.numpy())
+    assert conv.padding == "valid" and conv(x).shape == (1, 2, 2, 3)
+    depthwise = layers.DepthwiseConv2D(filter_shape=(3, 3, 2, 1), strides=2, use_bias=False)
+    zero_padded = s4tf.nn.zero_padding2d(x.astype(s4tf.float32), ((0, 1), (0, 1)))
+    np.testing.assert_array_equal(depthwise(x, padding=((0, 1), (0, 1))).numpy(),
+                                  depthwise(zero_padded).numpy())
+    check_gradients(lambda m, x: m(x, padding=pairs), conv, x)

@@ -36,3 +36,24 @@ def test_adaptive_avg_pool2d_layer_matches_nn_on_every_backend(backend):
     check_gradients(lambda x: layer(x), x)
     with pytest.raises(ValueError, match=r"AdaptiveAvgPool2D: expected an input of shape"):
         layer(s4tf.ones([5, 3, 4]))
+
+
+@pytest.mark.parametrize("kind", ["Max", "Avg"])
+def test_explicit_padding_pools_store_pairs_and_match_nn(kind):
+    pool = getattr(layers, f"{kind}Pool2D")(pool_size=3, strides=2, padding=[[0, 1], [1, 1]])
+    assert pool.padding == ((0, 1), (1, 1))
+    x = s4tf.random.normal([2, 7, 6, 3], dtype=s4tf.float64, seed=2)
+    expected = getattr(s4tf.nn, f"{kind.lower()}_pool2d")(x, 3, 2, ((0, 1), (1, 1)))
+    np.testing.assert_array_equal(pool(x).numpy(), expected.numpy())
+    check_gradients(lambda x: pool(x), x)
+    with pytest.raises(ValueError, match=f"{kind}Pool1D: padding must be"):
+        getattr(layers, f"{kind}Pool1D")(pool_size=2, padding=((1, 1), (1, 1)))
+
+
+def test_padding_at_call_time_overrides_the_pools_own():
+    pool = layers.MaxPool2D(pool_size=3, strides=2)
+    x = -s4tf.abs(s4tf.random.normal([1, 6, 6, 2], seed=3))  # a zero padding would win
+    got = pool(x, padding=((1, 1), (1, 1)))
+    np.testing.assert_array_equal(got.numpy(),
+                                  s4tf.nn.max_pool2d(x, 3, 2, ((1, 1), (1, 1))).numpy())
+    assert pool.padding == "valid" and got.shape == (1, 3, 3, 2)

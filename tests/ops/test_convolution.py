@@ -297,3 +297,102 @@ def test_every_backend_matches_naive_values_and_gradients(backend, case):
     for g, w in zip(s4tf.gradient(*tensors, of=loss), want_grads, strict=True):
         assert g.backend == backend
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9, atol=1e-9)
+
+
+# Explicit padding: (before, after) pairs per spatial axis, as jax.lax.conv_general_dilated.
+EXPLICIT_2D = [  # strides, padding, dilations, input spatial
+    ((1, 1), ((1, 1), (1, 1)), (1, 1), (5, 6)),
+    ((2, 2), ((1, 1), (1, 1)), (1, 1), (6, 7)),   # PyTorch's padding=1, stride 2
+    ((2, 1), ((0, 2), (3, 0)), (1, 2), (5, 4)),   # asymmetric, more than the window half
+    ((1, 3), ((2, 0), (0, 1)), (2, 1), (4, 7)),
+]
+
+
+def _explicit_reference(x, w, strides, padding, dilations):
+    """The "valid" loop reference over an input zero-padded by hand."""
+    return ref_conv(np.pad(x, ((0, 0),) + padding + ((0, 0),)), w, strides, "valid", dilations)
+
+
+@pytest.mark.parametrize("strides, padding, dilations, spatial", EXPLICIT_2D)
+def test_explicit_padding_is_valid_convolution_of_the_padded_input(backend, strides, padding,
+                                                                   dilations, spatial):
+    x, w = _f64(2, *spatial, 3), _f64(3, 2, 3, 4)
+    got = s4tf.nn.conv2d(s4tf.Tensor(x), s4tf.Tensor(w), strides, padding, dilations)
+    np.testing.assert_allclose(got.numpy(), _explicit_reference(x, w, strides, padding, dilations),
+                               atol=1e-10)
+    # Lists work as well as tuples, and "same" is its own pairs.
+    same = s4tf.nn.conv2d(s4tf.Tensor(x), s4tf.Tensor(w), strides, "same", dilations)
+    pairs = [[lo, hi] for lo, hi in s4tf.ops.window_geometry.explicit_padding(
+        spatial, (3, 2), strides, dilations, "same", "test")]
+    np.testing.assert_array_equal(
+        s4tf.nn.conv2d(s4tf.Tensor(x), s4tf.Tensor(w), strides, pairs, dilations).numpy(),
+        same.numpy())
+
+
+@pytest.mark.parametrize("strides, padding, dilations, spatial", EXPLICIT_2D)
+def test_explicit_padding_derivatives_first_and_second_order(strides, padding, dilations, spatial):
+    check_gradients(lambda x, w: s4tf.nn.conv2d(x, w, strides, padding, dilations),
+                    _t(1, *spatial, 2), _t(3, 2, 2, 2), order=2)
+
+
+def test_explicit_padding_of_the_other_convolutions():
+    check_gradients(lambda x, w: s4tf.nn.conv1d(x, w, 2, ((2, 1),)), _t(2, 5, 2), _t(3, 2, 3),
+                    order=2)
+    check_gradients(lambda x, w: s4tf.nn.conv3d(x, w, 1, ((1, 0), (0, 1), (1, 1))),
+                    _t(1, 3, 3, 2, 2), _t(2, 2, 2, 2, 2))
+    check_gradients(lambda x, w: s4tf.nn.depthwise_conv2d(x, w, 2, ((1, 1), (0, 2))),
+                    _t(1, 4, 5, 2), _t(3, 3, 2, 2), order=2)
+    x, d, p = _f64(1, 5, 5, 2), _f64(3, 3, 2, 2), _f64(1, 1, 4, 3)
+    got = s4tf.nn.separable_conv2d(s4tf.Tensor(x), s4tf.Tensor(d), s4tf.Tensor(p),
+                                   padding=((1, 1), (1, 1)))
+    padded = s4tf.nn.zero_padding2d(s4tf.Tensor(x), 1)
+    want = s4tf.nn.separable_conv2d(padded, s4tf.Tensor(d), s4tf.Tensor(p))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("strides, padding", [((2, 2), ((1, 1), (1, 1))), ((1, 2), ((0, 2), (1, 0)))])
+def test_explicit_padding_of_transposed_convolutions(strides, padding):
+    # The adjoint of the forward convolution with the same padding; without an
+    # output_shape the smallest output that convolves back to the input's size
+    # (jax.lax.conv_transpose's and PyTorch's ConvTranspose2d's rule).
+    y, w = _f64(2, 3, 4, 4), _f64(3, 3, 2, 4)
+    got = s4tf.nn.conv2d_transpose(s4tf.Tensor(y), s4tf.Tensor(w), strides=strides, padding=padding)
+    spatial = tuple((n - 1) * s + 3 - lo - hi
+                    for n, s, (lo, hi) in zip((3, 4), strides, padding, strict=True))
+    assert got.shape == (2, *spatial, 2)
+    x = _f64(2, *spatial, 2)
+    forward = _explicit_reference(x, w, strides, padding, (1, 1))
+    np.testing.assert_allclose(np.sum(got.numpy() * x), np.sum(y * forward), rtol=1e-10)
+    check_gradients(lambda y, w: s4tf.nn.conv2d_transpose(y, w, strides=strides, padding=padding),
+                    _t(1, 3, 4, 4), _t(3, 3, 2, 4), order=2)
+
+
+def test_explicit_padding_matches_jax(backend):
+    jax = pytest.importorskip("jax")
+    x, w = _f64(2, 7, 6, 3), _f64(3, 3, 3, 4)
+    want = jax.lax.conv_general_dilated(x, w, (2, 2), ((1, 2), (0, 1)),
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    got = s4tf.nn.conv2d(s4tf.Tensor(x), s4tf.Tensor(w), 2, ((1, 2), (0, 1)))
+    np.testing.assert_allclose(got.numpy(), np.asarray(want), atol=1e-10)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: s4tf.nn.conv2d(s4tf.ones([1, 4, 4, 3]), s4tf.ones([2, 2, 3, 1]), padding=((1, 1),)),
+     ["conv2d", "2 (before, after) pairs", "((1, 1),)"]),
+    (lambda: s4tf.nn.conv2d(s4tf.ones([1, 4, 4, 3]), s4tf.ones([2, 2, 3, 1]),
+                            padding=((1, -1), (0, 0))),
+     ["conv2d", "non-negative", "((1, -1), (0, 0))"]),
+    (lambda: s4tf.nn.conv2d(s4tf.ones([1, 4, 4, 3]), s4tf.ones([2, 2, 3, 1]), padding=1),
+     ["conv2d", '"same", "valid" or 2 (before, after) pairs', "got 1"]),
+    (lambda: s4tf.nn.conv2d(s4tf.ones([1, 2, 4, 3]), s4tf.ones([5, 2, 3, 1]),
+                            padding=((1, 1), (0, 0))),
+     ["conv2d", "window 5", "spatial size 2", "padded by (1, 1)"]),
+    (lambda: s4tf.nn.conv2d_transpose(s4tf.ones([1, 2, 2, 3]), s4tf.ones([3, 3, 2, 3]),
+                                      padding=((3, 3), (0, 0))),
+     ["conv2d_transpose", "((3, 3), (0, 0))", "(-2, 4)"]),
+])
+def test_explicit_padding_errors_name_the_op_and_the_fix(call, words):
+    with pytest.raises(ValueError) as info:
+        call()
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))

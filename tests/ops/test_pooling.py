@@ -249,3 +249,49 @@ def test_adaptive_avg_pool2d_errors(call, words):
     with pytest.raises(ValueError) as info:
         call()
     assert all(word in str(info.value) for word in words), str(info.value)
+
+
+def ref_pool_explicit(x, window, strides, padding, kind):
+    """Direct loop over an input padded by ``padding``: max ignores it, avg counts real elements."""
+    out = [(n + lo + hi - k) // s + 1
+           for n, k, s, (lo, hi) in zip(x.shape[1:-1], window, strides, padding, strict=True)]
+    y = np.zeros((x.shape[0], *out, x.shape[-1]))
+    for o in np.ndindex(*out):
+        ranges = []
+        for i, (lo, _) in enumerate(padding):
+            start = o[i] * strides[i] - lo
+            ranges.append(slice(max(start, 0), min(start + window[i], x.shape[1 + i])))
+        patch = x[(slice(None), *ranges)].reshape(x.shape[0], -1, x.shape[-1])
+        y[(slice(None), *o)] = patch.max(axis=1) if kind == "max" else patch.mean(axis=1)
+    return y
+
+
+EXPLICIT_POOLS = [  # pool size, strides, padding, spatial
+    ((3, 3), (2, 2), ((1, 1), (1, 1)), (6, 7)),    # PyTorch's ResNet stem pool
+    ((3, 3), (2, 2), ((0, 1), (0, 1)), (7, 7)),    # ceil mode, as SqueezeNet's
+    ((2, 3), (1, 2), ((1, 0), (2, 1)), (4, 5)),
+]
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("pool, strides, padding, spatial", EXPLICIT_POOLS)
+def test_explicit_padding_pools(backend, kind, pool, strides, padding, spatial):
+    x = -np.abs(_f64(2, *spatial, 3))  # all negative: a zero padding would win every maximum
+    fn = getattr(s4tf.nn, f"{kind}_pool2d")
+    got = fn(s4tf.Tensor(x), pool, strides, padding)
+    np.testing.assert_allclose(got.numpy(), ref_pool_explicit(x, pool, strides, padding, kind),
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_explicit_padding_pool_gradients(kind):
+    fn = getattr(s4tf.nn, f"{kind}_pool2d")
+    check_gradients(lambda x: fn(x, (3, 2), (2, 1), ((1, 2), (1, 0))), _t(2, 5, 4, 2), order=2)
+    fn1d = getattr(s4tf.nn, f"{kind}_pool1d")
+    check_gradients(lambda x: fn1d(x, 3, 2, ((2, 1),)), _t(2, 6, 2), order=2)
+
+
+def test_explicit_pool_padding_must_leave_every_window_an_element():
+    with pytest.raises(ValueError, match=r"max_pool2d: padding \(\(2, 2\), \(0, 0\)\) puts a whole "
+                                         r"window of pool_size \(2, 2\) in the padding"):
+        s4tf.nn.max_pool2d(s4tf.ones([1, 4, 4, 1]), 2, 1, ((2, 2), (0, 0)))

@@ -17,13 +17,14 @@ from jax import lax
 from ..array_kernels import ArrayKernels
 from . import jax_settings  # noqa: F401  (64-bit types before any JAX array exists)
 from .nn_kernels import JaxNNKernels
+from .norm_kernels import JaxNormKernels
 
 __all__ = ["JAX_KERNELS", "JaxKernels"]
 
 _HIGHEST = lax.Precision.HIGHEST
 
 
-class JaxKernels(JaxNNKernels, ArrayKernels):
+class JaxKernels(JaxNormKernels, JaxNNKernels, ArrayKernels):
     """:class:`ArrayKernels` over ``jax.numpy``, with JAX's functional updates.
 
     Examples
