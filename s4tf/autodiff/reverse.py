@@ -92,7 +92,7 @@ class ReverseTrace(Trace):
                 x, x_node = x._primal, x._node
             else:
                 x_node = None
-            out = primitive(x, **params)
+            out = primitive(x, **params) if params else primitive(x)
             if vjp is None or not _is_differentiable_value(out):
                 return out
             return self.record(vjp, (x,), params, out, (x_node,))

@@ -6,7 +6,7 @@ from .broadcasting import reduce_sum
 from .primitive import primitive
 from .shapes import _reshape, expand_dims, shape_of, squeeze
 
-__all__ = ["dense", "matmul"]
+__all__ = ["matmul"]
 
 
 def _describe(args, error):
@@ -72,10 +72,11 @@ def matmul(x, y):
     return matmul_.binary(x, y)
 
 
-# A dense layer's x @ w + b as one primitive: one node to record and to pull back
-# (and one on the lazy backend) instead of a matmul and a broadcast add. The bias's
-# cotangent is the output's summed over the rows; its tangent is broadcast up to
-# the output's shape by the forward engine.
+# A dense layer's x @ w + b (matrices x and w, a bias row b of w's dtype; layers.Dense
+# checks the shapes) as one primitive: one node to record and to pull back (and one on
+# the lazy backend) instead of a matmul and a broadcast add, the same values. The bias's
+# cotangent is the output's summed over the rows; its tangent is broadcast up to the
+# output's shape by the forward engine.
 def _row_sum(g):
     """The sum of the rows of matrix ``g``: a bias's cotangent (one row: a reshape)."""
     rows, columns = shape_of(g)
@@ -95,24 +96,3 @@ dense_ = primitive(
          lambda t, x, w, b, out: t),
 )
 
-
-def dense(x, w, b):
-    """``x @ w + b`` for a matrix ``x`` of rows, a matrix ``w`` and a bias row ``b``.
-
-    The same values as ``matmul(x, w) + b`` when the three share a dtype (else
-    they are promoted to one first), as one op.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> from s4tf.ops.linalg import dense
-    >>> dense(s4tf.ones([2, 3]), s4tf.ones([3, 4]), s4tf.Tensor([0.0, 1.0, 2.0, 3.0])).tolist()
-    [[3.0, 4.0, 5.0, 6.0], [3.0, 4.0, 5.0, 6.0]]
-    """
-    x_shape, w_shape, b_shape = shape_of(x), shape_of(w), shape_of(b)
-    if len(x_shape) != 2 or len(w_shape) != 2 or b_shape != w_shape[1:] or x_shape[1] != w_shape[0]:
-        raise ValueError(
-            f"dense: needs x of shape (n, k), w of shape (k, m) and b of shape (m,); got "
-            f"{x_shape}, {w_shape} and {b_shape}. Use matmul(x, w) + b for other shapes."
-        )
-    return dense_(x, w, b)

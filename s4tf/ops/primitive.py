@@ -163,7 +163,10 @@ class Primitive:
                     out = getattr(backend.kernels, self.name)(*datas, **params)
                 except (ValueError, TypeError, IndexError) as error:
                     raise self._error(args, error) from None
-                return _wrap(out, backend)
+                tensor = _new(Tensor)
+                tensor._data = out
+                tensor._backend = backend
+                return tensor
         top = None
         for arg in args:
             if isinstance(arg, Tracer) and (top is None or arg._trace.level > top.level):
