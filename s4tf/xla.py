@@ -1,4 +1,4 @@
-"""Observability of the lazy XLA backend: ``s4tf.xla.metrics()`` and ``reset_metrics()``.
+"""The lazy XLA backend's public names: ``metrics()``, ``reset_metrics()`` and ``compile()``.
 
 Importing this module does not import JAX; the counters simply stay at zero
 until the ``"xla"`` backend is used.
@@ -6,13 +6,13 @@ until the ``"xla"`` backend is used.
 
 from __future__ import annotations
 
-__all__ = ["RecompilationWarning", "metrics", "reset_metrics"]
+__all__ = ["CaptureMismatchWarning", "RecompilationWarning", "compile", "metrics", "reset_metrics"]
 
 # Every counter with its value before anything ran (the backend's COUNTERS start here).
 ZERO_METRICS = {
     "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
     "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
-    "collectives": (),
+    "collectives": (), "replays": 0,
 }
 
 
@@ -24,6 +24,89 @@ class RecompilationWarning(UserWarning):
     >>> import warnings, s4tf
     >>> warnings.simplefilter("error", s4tf.xla.RecompilationWarning)  # make it fatal
     """
+
+
+class CaptureMismatchWarning(UserWarning):
+    """A captured step (:func:`compile`) ran differently from its capture, or keeps re-capturing.
+
+    Raised as a warning when a verification run's trace differs from the
+    captured one (Python took another path: the message names the ops,
+    shapes or dtypes that changed), when a number the step feeds its program
+    changed in a way the capture could not follow, or when the step keeps
+    running its body instead of replaying.
+
+    Examples
+    --------
+    >>> import warnings, s4tf
+    >>> warnings.simplefilter("error", s4tf.xla.CaptureMismatchWarning)  # make it fatal
+    """
+
+
+def compile(fn=None, *, verify_every: int = 100):  # noqa: A001 (the name jax.jit's users expect)
+    """A training step that replays its compiled XLA program without re-running its Python.
+
+    The first call runs ``fn`` as usual on the lazy backend and keeps its
+    compiled trace. Later calls whose arguments have the same structure,
+    shapes and dtypes replay that program directly: the Python body does not
+    run, no op is traced. Python floats passed as arguments (a decayed
+    learning rate) are inputs of the program, so changing them neither
+    re-traces nor gives stale numbers; ints, strings and other static values
+    are part of the signature (a new value captures again).
+
+    ``fn`` takes and returns tensors, Python numbers and Differentiable values
+    (models, tangent vectors) and may call :func:`s4tf.value_with_gradient`
+    and ``opt.update``: the optimizer's slots and step count are carried
+    through the program (after ``N`` calls, ``opt.step`` grew by ``N`` per
+    update in ``fn``), as are ``State`` cells (BatchNorm statistics) of the
+    arguments and draws from :mod:`s4tf.random` (drawn again on each replay).
+    Results equal running ``fn`` uncaptured.
+
+    Every ``verify_every``-th call runs the body again and compares the new
+    trace with the captured one; if Python took another path (a branch on a
+    global, an attribute), :class:`CaptureMismatchWarning` names what changed
+    and the new trace is used. As with ``jax.jit``, Python side effects in
+    ``fn`` (printing, appending to a list) happen only on calls that run the
+    body, and tensors ``fn`` reads from globals or closures are inputs as
+    they were when captured (replacing them captures again).
+
+    Parameters
+    ----------
+    fn : callable
+        The step. Every tensor it takes must be on the xla backend. Without
+        ``fn``, returns a decorator.
+    verify_every : int
+        Run the body and compare traces every this many calls (>= 1).
+
+    Returns
+    -------
+    CapturedStep
+        Callable like ``fn``; ``calls`` and ``body_runs`` count its calls.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> with s4tf.backend("xla"):
+    ...     model = s4tf.layers.Dense(3, 2)
+    ...     x, y = s4tf.ones([4, 3]), s4tf.zeros([4, 2])
+    >>> opt = s4tf.optimizers.SGD(model, learning_rate=0.1, momentum=0.9)
+    >>> @s4tf.xla.compile
+    ... def train_step(model, x, y, learning_rate):
+    ...     loss, grads = s4tf.value_with_gradient(
+    ...         model, of=lambda m: ((m(x) - y) ** 2).mean())
+    ...     opt.learning_rate = learning_rate
+    ...     return opt.update(model, grads), loss
+    >>> for i in range(5):
+    ...     model, loss = train_step(model, x, y, 0.1 / (1 + i))
+    >>> opt.step, train_step.body_runs       # one run of the body, four replays
+    (5, 1)
+    """
+    if fn is None:
+        return lambda f: compile(f, verify_every=verify_every)
+    from .backends.base import get_backend_object
+    from .capture.step import CapturedStep
+
+    get_backend_object("xla")  # the ImportError that names the extra to install, if JAX is missing
+    return CapturedStep(fn, verify_every)
 
 
 def _loaded_metrics():

@@ -32,6 +32,10 @@ from .tensor_buffers import TensorBuffer, full_on
 
 __all__ = ["Optimizer"]
 
+# Called as listener(optimizer, model, constants) -> constants by every update while
+# s4tf.xla.compile records a step (s4tf/capture), which replays it without Python.
+update_listener = None
+
 
 class Optimizer:
     """Base class of optimizers; subclasses define the per-parameter rule.
@@ -160,6 +164,8 @@ class Optimizer:
         try:
             self.step = old_step + 1
             constants = self.step_constants(self.step)
+            if update_listener is not None:
+                constants = update_listener(self, model, constants)
             return cow.update(model, count, _ROOT_BASELINE, consume, new_leaf,
                               f"{type(self).__name__}.update", sys._getframe(1), callsite.UPDATE,
                               commit)

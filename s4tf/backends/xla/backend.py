@@ -12,6 +12,10 @@ from .lazy import LazyArray
 
 __all__ = ["BACKEND", "XLABackend"]
 
+# Called with each Python number entering an op and its host array, while
+# s4tf.xla.compile records a step (s4tf/capture).
+scalar_listener = None
+
 
 def _numpy_dtype(dtype) -> np.dtype:
     return dtype.numpy if hasattr(dtype, "numpy") else np.dtype(dtype)
@@ -53,7 +57,10 @@ class XLABackend(Backend):
         # Packed with the graph's inputs and hashed by dtype only: a learning rate
         # that changes every step does not change the trace.
         host = np.asarray(value, dtype=_numpy_dtype(dtype))
-        return LazyArray((), host.dtype, buffer=host, host=True)
+        array = LazyArray((), host.dtype, buffer=host, host=True)
+        if scalar_listener is not None:
+            scalar_listener(value, array)  # s4tf.xla.compile follows the number (s4tf/capture)
+        return array
 
     def to_numpy(self, data: LazyArray) -> np.ndarray:
         if data.op is not None:

@@ -38,6 +38,9 @@ MAX_PENDING = int(os.environ.get("S4TF_XLA_MAX_PENDING", "100000"))
 _pending: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _lock = threading.RLock()
 _since_barrier = 0
+# Called with each barrier's plan just before it runs, while s4tf.xla.compile
+# records a step (s4tf/capture): listener(run_args, device, host_groups, out_nodes, slot).
+listener = None
 
 
 def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
@@ -160,8 +163,11 @@ def barrier() -> None:
         buffers = [x.buffer for x in device]
         check_meshes(buffers)
         COUNTERS["graph_time"] += time.perf_counter() - start
-        outs = compiler.run(key, program, len(entries), [slot[id(x)] for x in device],
-                            host_layout, list(host_groups), out_slots, buffers, packs, donate)
+        run_args = (key, program, len(entries), [slot[id(x)] for x in device], host_layout,
+                    list(host_groups), out_slots)
+        if listener is not None:
+            listener(run_args, device, host_groups, out_nodes, slot)
+        outs = compiler.run(*run_args, buffers, packs, donate)
         position = {s: k for k, s in enumerate(out_slots)}
         by_buffer: dict[int, LazyArray] = {id(b): x for x, b in zip(device, buffers, strict=True)}
         for node in out_nodes:

@@ -1,0 +1,165 @@
+"""One call of a captured step: its inputs as leaves, the signature that picks a capture, its cells.
+
+The arguments are flattened with :func:`s4tf.tree_flatten` (Tensors and floats
+are leaves; ints, strings, callables and the like are static structure), and
+the :class:`~s4tf.tree.TreeDef` is read once more to build the *signature*:
+the structure with every static value, each tensor's shape, dtype and place
+(host, device, layout), which tensors are the same array, the learning phase
+and the backend new tensors are made on. Two calls with equal signatures run
+the same Python path (unless the body reads something else, which the
+periodic verification catches), so a capture of one replays for the other.
+
+Python floats passed directly as arguments are *parameters* (their values
+enter the compiled program); floats inside models or containers (layer
+settings such as BatchNorm's momentum) are part of the signature.
+"""
+
+from __future__ import annotations
+
+from ..backends.base import get_backend
+from ..backends.xla.layouts import placement
+from ..learning_phase import current_learning_phase
+from ..tree import _DICT, _LEAF, _NODE, _STATE, _STATIC, _TUPLE, tree_flatten
+
+__all__ = ["Call", "NotCapturable", "loose_statics"]
+
+_plain = float.__float__
+
+
+class NotCapturable(Exception):
+    """The call cannot run as a capture (a tensor being differentiated); run the body as is."""
+
+
+class _Identity:
+    """An unhashable static value, compared by identity (and kept alive while compared)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Identity) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+
+def _static_part(value):
+    try:
+        hash(value)
+    except TypeError:
+        return ("s", _Identity(value))
+    return ("s", type(value), value)
+
+
+class Call:
+    """The inputs of one call of a captured step.
+
+    Attributes
+    ----------
+    args, kwargs
+        As passed.
+    leaves : list
+        Their Tensor and float leaves (``tree_flatten`` order).
+    signature : tuple
+        Hashable; equal for calls a capture may replay.
+    parameters : list of int
+        Indices in ``leaves`` of the floats passed directly as arguments.
+    cells : list of tuple
+        ``(State cell, index in leaves of its tensor or None)`` for every
+        cell in the arguments.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.capture.calls import Call
+    >>> x = s4tf.ones([2]).to("xla")
+    >>> a, b = Call((x, 0.1, 3), {}), Call((x, 0.2, 3), {})
+    >>> a.signature == b.signature, a.parameters      # 0.1 vs 0.2: a parameter
+    (True, [1])
+    >>> a.signature == Call((x, 0.1, 4), {}).signature  # an int is static
+    False
+    """
+
+    __slots__ = ("args", "kwargs", "leaves", "signature", "parameters", "cells")
+
+    def __init__(self, args, kwargs) -> None:
+        self.args, self.kwargs = args, kwargs
+        self.leaves, treedef = tree_flatten((args, kwargs))
+        self.parameters, self.cells = [], []
+        parts: list = []
+        self._walk(treedef, (args, kwargs), 0, parts, [0])
+        aliases = {}
+        for j, leaf in enumerate(self.leaves):
+            if not isinstance(leaf, float):
+                first = aliases.setdefault(id(leaf._data), j)
+                if first != j:
+                    parts.append(("alias", j, first))
+        parts.append(current_learning_phase())
+        parts.append(get_backend())
+        self.signature = tuple(parts)
+
+    def _walk(self, treedef, value, depth, parts, counter) -> None:
+        kind = treedef.kind
+        if kind == _LEAF:
+            j = counter[0]
+            counter[0] += 1
+            leaf = self.leaves[j]
+            if isinstance(leaf, float):
+                if depth == 2:  # an argument itself: a parameter of the program
+                    self.parameters.append(j)
+                    parts.append("F")
+                else:
+                    parts.append(("f", _plain(leaf)))
+            else:
+                parts.append(_tensor_part(leaf))
+        elif kind == _STATIC:
+            parts.append(_static_part(treedef.meta))
+        elif kind == _NODE:
+            cls, names, _ = treedef.meta
+            parts.append(("N", cls, names))
+            fields = value.__dict__
+            for name, child in zip(names, treedef.children, strict=True):
+                self._walk(child, fields[name], depth + 1, parts, counter)
+        elif kind == _STATE:
+            child = treedef.children[0]
+            parts.append(("S", treedef.meta))
+            self.cells.append((value, counter[0] if child.kind == _LEAF else None))
+            self._walk(child, value.value, depth + 1, parts, counter)
+        else:
+            if kind == _DICT:
+                parts.append(("D", treedef.meta))
+                items = [value[k] for k in treedef.meta]
+            else:
+                parts.append((kind, treedef.meta if kind == _TUPLE else None,
+                              len(treedef.children)))
+                items = value
+            for child, item in zip(treedef.children, items, strict=True):
+                self._walk(child, item, depth + 1, parts, counter)
+
+
+def _tensor_part(tensor):
+    if tensor._traced:
+        raise NotCapturable
+    data = tensor._data
+    if tensor._backend.name != "xla":
+        raise TypeError(
+            f"s4tf.xla.compile: an argument holds a {tensor._backend.name} tensor of shape "
+            f"{tensor.shape}; a captured step runs on the lazy xla backend. Make the values "
+            "on it (`with s4tf.backend(\"xla\"):`, or s4tf.set_backend(\"xla\")) or move "
+            "them there with `.to(\"xla\")` / s4tf.to_backend(value, \"xla\")."
+        )
+    if data.host:
+        return (data.shape, data.dtype, "host")
+    return (data.shape, data.dtype, placement(data.buffer))
+
+
+def loose_statics(treedef):
+    """The static values of a structure that are not fields of a Differentiable value."""
+    kind = treedef.kind
+    if kind == _STATIC:
+        yield treedef.meta
+    elif kind != _NODE:
+        for child in treedef.children:
+            yield from loose_statics(child)
