@@ -67,6 +67,7 @@ class _Recording:
         self.draws: list = []
         self.updates: list[Update] = []
         self.optimizers: list = []
+        self.attribute_sources: dict = {}  # (optimizer, attribute) -> its source expression
         self.in_body = False
         self.start = LazyArray((), np.dtype(np.float32)).seq
         for j, leaf in enumerate(call.leaves):
@@ -84,11 +85,7 @@ class _Recording:
     # The body's inputs: direct float arguments become the first tracked numbers.
     def arguments(self):
         def follow(value):
-            if isinstance(value, float):
-                source = TrackedFloat(_plain(value), ("source", len(self.sources)), self)
-                self.sources.append(source)
-                return source
-            return value
+            return self._source(value) if isinstance(value, float) else value
 
         args = tuple(follow(a) for a in self.call.args)
         return args, {k: follow(v) for k, v in self.call.kwargs.items()}
@@ -122,21 +119,37 @@ class _Recording:
             self._join(optimizer, model)
         o = self.optimizers.index(optimizer)
         offset = sum(1 for u in self.updates if u.optimizer == o)
-        attributes = _settings(optimizer)
-        assignments = [(name, value.expression) for name, value in attributes.items()
-                       if isinstance(value, TrackedFloat) and value.recording is self]
-        assigned = {name for name, _ in assignments}
-        guards = {name: value for name, value in attributes.items() if name not in assigned}
+        assignments, read, guards = [], [], {}
+        for name, value in _settings(optimizer).items():
+            followed = self.attribute_sources.get((o, name))
+            if isinstance(value, TrackedFloat) and value.recording is self:
+                if value.expression != followed:
+                    assignments.append((name, value.expression))  # set from the call's numbers
+            elif isinstance(value, float):
+                if followed is not None:
+                    assignments.append((name, ("number", _plain(value))))  # set to a constant
+                else:
+                    # Read when the step is called: a schedule may change it between calls.
+                    tracked = self._source(value)
+                    self.attribute_sources[(o, name)] = tracked.expression
+                    setattr(optimizer, name, tracked)
+                    read.append(name)
+            else:
+                guards[name] = value  # not a number: the program was made for this value
         new, float_keys, fixed = {}, [], {}
         for key, value in constants.items():
             if isinstance(value, float):
-                new[key] = TrackedFloat(_plain(value), ("source", len(self.sources)), self)
-                self.sources.append(new[key])
+                new[key] = self._source(value)
                 float_keys.append(key)
             else:
                 new[key] = fixed[key] = value
-        self.updates.append(Update(o, offset, assignments, guards, float_keys, fixed))
+        self.updates.append(Update(o, offset, assignments, read, guards, float_keys, fixed))
         return new
+
+    def _source(self, value) -> TrackedFloat:
+        source = TrackedFloat(_plain(value), ("source", len(self.sources)), self)
+        self.sources.append(source)
+        return source
 
     def _join(self, optimizer, model) -> None:
         """Make ``optimizer``'s slots now (the update would) so they are inputs of the program."""
@@ -233,11 +246,16 @@ class _Recording:
         )
         if program is not None:
             program.forget_arrays()
+        return capture
+
+    def release(self) -> None:
+        """Give optimizers back plain numbers, and let go of the call (numbers the body kept
+        somewhere still refer to this recording)."""
         for optimizer in self.optimizers:
             for name, value in _settings(optimizer).items():
                 if isinstance(value, TrackedFloat):
                     setattr(optimizer, name, _plain(value))
-        return capture
+        self.call = self.known = self.scalars = None
 
     def _constant(self, array):
         outside = array.seq < self.start
@@ -287,9 +305,12 @@ def record(call, fn):
     """Run ``fn`` on ``call``'s arguments as usual; return ``(results, Capture)``."""
     recording = _Recording(call)
     args, kwargs = recording.arguments()
-    with recording.listening():
-        results = fn(*args, **kwargs)
-    capture = recording.capture(results)
+    try:
+        with recording.listening():
+            results = fn(*args, **kwargs)
+        capture = recording.capture(results)
+    finally:
+        recording.release()
     return _plain_numbers(results), capture
 
 

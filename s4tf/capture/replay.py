@@ -54,21 +54,24 @@ class Update:
     offset : int
         How many updates of that optimizer came before it in the body.
     assignments : list of (str, callable)
-        Optimizer attributes the body set from the call's numbers, with the
-        functions of the numbers that compute them.
+        Optimizer attributes the body set (from the call's numbers, or to
+        constants), with the functions of the numbers that compute them.
+    read : list of str
+        Float attributes (hyperparameters) whose values at the call are
+        inputs: a schedule may change them between calls.
     guards : dict
-        Optimizer attributes the program baked in, with their values.
+        The other attributes, which the program was made for.
     float_keys : list of str
         Keys of ``step_constants`` whose floats are inputs of the program.
     fixed : dict
         The other ``step_constants`` entries, which the body decided on.
     """
 
-    __slots__ = ("optimizer", "offset", "assignments", "guards", "float_keys", "fixed")
+    __slots__ = ("optimizer", "offset", "assignments", "read", "guards", "float_keys", "fixed")
 
-    def __init__(self, optimizer, offset, assignments, guards, float_keys, fixed) -> None:
+    def __init__(self, optimizer, offset, assignments, read, guards, float_keys, fixed) -> None:
         self.optimizer, self.offset = optimizer, offset
-        self.assignments, self.guards = assignments, guards
+        self.assignments, self.read, self.guards = assignments, read, guards
         self.float_keys, self.fixed = float_keys, fixed
 
 
@@ -143,6 +146,7 @@ class Capture:
             optimizer = self.optimizers[update.optimizer]
             for name, evaluate in update.assignments:
                 setattr(optimizer, name, evaluate(values))
+            values.extend(float(getattr(optimizer, name)) for name in update.read)
             for name, expected in update.guards.items():
                 if not _same(getattr(optimizer, name, _MISSING), expected):
                     raise Miss(f"{type(optimizer).__name__}.{name} is now "

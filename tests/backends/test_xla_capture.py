@@ -383,3 +383,73 @@ def test_old_optimizer_slots_are_donated_on_replay():
     metrics = s4tf.xla.metrics()
     # SGD's velocity slots are dropped after the step: XLA reuses their buffers.
     assert metrics["donated_buffers"] == len(slots(opt)) and metrics["compiles"] == 0
+
+
+OPTIMIZERS = {
+    "sgd_nesterov": lambda m: s4tf.optimizers.SGD(m, learning_rate=0.05, momentum=0.9,
+                                                  nesterov=True, decay=0.01),
+    "adamw": lambda m: s4tf.optimizers.AdamW(m, learning_rate=0.01, decay=0.05),
+    "amsgrad": lambda m: s4tf.optimizers.AMSGrad(m, learning_rate=0.01),
+    "radam": lambda m: s4tf.optimizers.RAdam(m, learning_rate=0.01),  # rectifies from step 6
+    "adamax": lambda m: s4tf.optimizers.AdaMax(m),
+    "rmsprop": lambda m: s4tf.optimizers.RMSProp(m, decay=0.1),
+    "adagrad": lambda m: s4tf.optimizers.AdaGrad(m, learning_rate=0.05),
+    "adadelta": lambda m: s4tf.optimizers.AdaDelta(m),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_every_optimizer_with_a_schedule_set_outside_the_step(name):
+    schedule = s4tf.optimizers.schedules.ExponentialDecay(0.05, decay_rate=0.5, decay_steps=3)
+
+    def run(captured):
+        model, x, y, _ = problem()
+        opt = OPTIMIZERS[name](model)
+
+        def step(model):
+            with s4tf.training():
+                loss, grads = s4tf.value_with_gradient(model, of=lambda m: ((m(x) - y) ** 2).mean())
+            return opt.update(model, grads), loss
+
+        if captured:
+            step = s4tf.xla.compile(step, verify_every=4)
+        losses = []
+        for i in range(1, 9):
+            opt.learning_rate = schedule(i)  # read when the step is called
+            model, loss = step(model)
+            losses.append(float(loss))
+        return losses, host(model), slots(opt), opt.step, step
+
+    losses, params, opt_slots, count, _ = run(captured=False)
+    c_losses, c_params, c_slots, c_count, step = run(captured=True)
+    assert c_losses == losses and c_count == count == 8
+    assert_same(c_params, params)
+    assert_same(c_slots, opt_slots)
+    # The capture and the verifications at calls 4 and 8; RAdam captures once more when
+    # it starts rectifying (a value its rule decides on).
+    assert step.body_runs == (4 if name == "radam" else 3)
+
+
+def test_an_optimizer_setting_the_rule_decides_on_captures_again():
+    def run(captured):
+        model, x, y, opt = problem()  # SGD with momentum 0.9: a velocity slot
+
+        def step(model):
+            with s4tf.training():
+                loss, grads = s4tf.value_with_gradient(model, of=lambda m: ((m(x) - y) ** 2).mean())
+            return opt.update(model, grads), loss
+
+        if captured:
+            step = s4tf.xla.compile(step)
+        losses = []
+        for momentum in (0.9, 0.9, 0.0, 0.0, 0.5):
+            opt.momentum = momentum  # 0 means no velocity slot at all
+            model, loss = step(model)
+            losses.append(float(loss))  # one step per graph, as the captured steps run
+        return host(model), losses, step
+
+    params, loss, _ = run(False)
+    c_params, c_loss, step = run(True)
+    assert c_loss == loss
+    assert_same(c_params, params)
+    assert step.body_runs == 3
