@@ -6,6 +6,8 @@ until the ``"xla"`` backend is used.
 
 from __future__ import annotations
 
+from .capture.mismatch import CaptureMismatchWarning
+
 __all__ = ["CaptureMismatchWarning", "RecompilationWarning", "compile", "metrics", "reset_metrics"]
 
 # Every counter with its value before anything ran (the backend's COUNTERS start here).
@@ -23,22 +25,6 @@ class RecompilationWarning(UserWarning):
     --------
     >>> import warnings, s4tf
     >>> warnings.simplefilter("error", s4tf.xla.RecompilationWarning)  # make it fatal
-    """
-
-
-class CaptureMismatchWarning(UserWarning):
-    """A captured step (:func:`compile`) ran differently from its capture, or keeps re-capturing.
-
-    Raised as a warning when a verification run's trace differs from the
-    captured one (Python took another path: the message names the ops,
-    shapes or dtypes that changed), when a number the step feeds its program
-    changed in a way the capture could not follow, or when the step keeps
-    running its body instead of replaying.
-
-    Examples
-    --------
-    >>> import warnings, s4tf
-    >>> warnings.simplefilter("error", s4tf.xla.CaptureMismatchWarning)  # make it fatal
     """
 
 

@@ -22,9 +22,9 @@ import numpy as np
 from ..autodiff.diagnostics import user_stacklevel
 from ..backends.xla import graph
 from ..backends.xla.metrics import _describe_change, summarize
-from ..xla import CaptureMismatchWarning
 from . import recording
 from .calls import Call, NotCapturable
+from .mismatch import CaptureMismatchWarning
 from .replay import Miss
 
 __all__ = ["CapturedStep"]
