@@ -21,7 +21,7 @@ from ..backends.xla.layouts import placement
 from ..learning_phase import current_learning_phase
 from ..tree import _DICT, _LEAF, _NODE, _STATE, _STATIC, _TUPLE, tree_flatten
 
-__all__ = ["Call", "NotCapturable", "loose_statics"]
+__all__ = ["Call", "NotCapturable", "Signature", "loose_statics"]
 
 _plain = float.__float__
 
@@ -45,12 +45,42 @@ class _Identity:
         return id(self.value)
 
 
-def _static_part(value):
-    try:
-        hash(value)
-    except TypeError:
-        return ("s", _Identity(value))
-    return ("s", type(value), value)
+class Signature:
+    """The parts of a call's signature, hashed once (a dict key looked up several times).
+
+    Examples
+    --------
+    >>> Signature([("s", int, 3), "training"]) == Signature([("s", int, 3), "training"])
+    True
+    """
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, parts) -> None:
+        parts = tuple(parts)
+        try:
+            self._hash = hash(parts)
+        except TypeError:  # a static value without a hash (a NumPy array, a set)
+            parts = tuple(_hashable(part) for part in parts)
+            self._hash = hash(parts)
+        self.parts = parts
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Signature) and self._hash == other._hash
+                and self.parts == other.parts)
+
+
+def _hashable(part):
+    """``part`` with unhashable static values compared by identity instead."""
+    if isinstance(part, tuple) and part[:1] == ("s",):
+        try:
+            hash(part)
+        except TypeError:
+            return ("s", _Identity(part[2]))
+    return part
 
 
 class Call:
@@ -62,8 +92,8 @@ class Call:
         As passed.
     leaves : list
         Their Tensor and float leaves (``tree_flatten`` order).
-    signature : tuple
-        Hashable; equal for calls a capture may replay.
+    signature : Signature
+        Equal for calls a capture may replay.
     parameters : list of int
         Indices in ``leaves`` of the floats passed directly as arguments.
     cells : list of tuple
@@ -98,7 +128,7 @@ class Call:
                     parts.append(("alias", j, first))
         parts.append(current_learning_phase())
         parts.append(get_backend())
-        self.signature = tuple(parts)
+        self.signature = Signature(parts)
 
     def _walk(self, treedef, value, depth, parts, counter) -> None:
         kind = treedef.kind
@@ -115,7 +145,7 @@ class Call:
             else:
                 parts.append(_tensor_part(leaf))
         elif kind == _STATIC:
-            parts.append(_static_part(treedef.meta))
+            parts.append(("s", type(treedef.meta), treedef.meta))
         elif kind == _NODE:
             cls, names, _ = treedef.meta
             parts.append(("N", cls, names))

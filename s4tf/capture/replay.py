@@ -230,7 +230,7 @@ class Capture:
             if kind == "leaf":
                 arrays.append(call.leaves[role[1]]._data)
             elif kind == "slot":
-                slot = self._slot(role)
+                slot = self.optimizers[role[1]]._state[role[2]][role[3]]  # checked by prepare
                 arrays.append(slot._data)
                 # The old slot is dropped after the step: XLA may reuse it if nobody else can read it.
                 if k in donated and _counts(slot) <= _SLOT_ONLY and not slot._data.shared:
@@ -259,7 +259,7 @@ class Capture:
         if kind == "leaf":
             array = call.leaves[role[1]]._data
         elif kind == "slot":
-            array = self._slot(role)._data
+            array = self.optimizers[role[1]]._state[role[2]][role[3]]._data
         else:
             array = _array(role)
         return np.asarray(array.buffer).reshape(())

@@ -139,7 +139,7 @@ class CapturedStep:
     def _new_signature(self, signature) -> str:
         if self._last_signature is None:
             return "first call"
-        for old, new in zip(self._last_signature, signature, strict=False):
+        for old, new in zip(self._last_signature.parts, signature.parts, strict=False):
             if old != new:
                 return f"the arguments differ from the last call's ({_part(old)} -> {_part(new)})"
         return "the arguments differ from the last call's in structure"

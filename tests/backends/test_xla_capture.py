@@ -453,3 +453,27 @@ def test_an_optimizer_setting_the_rule_decides_on_captures_again():
     assert c_loss == loss
     assert_same(c_params, params)
     assert step.body_runs == 3
+
+
+def test_unhashable_static_arguments_are_compared_by_identity():
+    counter = []
+
+    def step(x, table):
+        counter.append(1)
+        return x * float(table.sum())
+
+    captured = s4tf.xla.compile(step)
+    x, table = s4tf.ones([2]).to("xla"), np.array([1.0, 2.0])
+    assert [captured(x, table).tolist() for _ in range(3)] == [[3.0, 3.0]] * 3
+    assert captured(x, np.array([1.0, 4.0])).tolist() == [5.0, 5.0]
+    assert len(counter) == 2
+
+
+def test_keyword_arguments_and_a_step_that_computes_nothing():
+    captured = s4tf.xla.compile(lambda x, *, scale=1.0, keep=None: (x * scale, keep))
+    x = s4tf.ones([2]).to("xla")
+    assert captured(x, scale=2.0, keep="a")[0].tolist() == [2.0, 2.0]
+    assert captured(x, scale=3.0, keep="a")[0].tolist() == [3.0, 3.0]
+    assert captured.body_runs == 1
+    same = s4tf.xla.compile(lambda x: x)
+    assert same(x) is x and same(x) is x and same.body_runs == 1
