@@ -37,7 +37,7 @@ from .calls import _tensor_part, loose_statics
 from .replay import Capture, Update
 from .scalars import TrackedFloat, evaluator, sources_of
 
-__all__ = ["active", "record"]
+__all__ = ["ReadsValueError", "active", "record"]
 
 _plain = float.__float__
 # Static results a replay returns as they were (they depend only on the signature).
@@ -68,6 +68,7 @@ class _Recording:
         self.updates: list[Update] = []
         self.optimizers: list = []
         self.attribute_sources: dict = {}  # (optimizer, attribute) -> its source expression
+        self.kept: dict = {}        # id(array) -> copy of a donated constant's buffer
         self.in_body = False
         self.start = LazyArray((), np.dtype(np.float32)).seq
         for j, leaf in enumerate(call.leaves):
@@ -108,7 +109,8 @@ class _Recording:
         raise ReadsValueError(
             "s4tf.xla.compile: the step read a tensor's value while it ran (float(), int(), "
             "bool(), .item(), .numpy(), .tolist(), printing, an `if` on a tensor, or "
-            "s4tf.barrier()). A captured step replays its compiled program without running "
+            "s4tf.barrier(); or it recorded more than S4TF_XLA_MAX_PENDING ops). A captured "
+            "step replays its compiled program without running "
             "Python, so nothing in it may depend on the numbers it computes. Return what you "
             "want to read and read it after the call (or call the function without "
             "s4tf.xla.compile)."
@@ -249,13 +251,13 @@ class _Recording:
         return capture
 
     def release(self) -> None:
-        """Give optimizers back plain numbers, and let go of the call (numbers the body kept
-        somewhere still refer to this recording)."""
+        """Give optimizers back plain numbers, and let go of the call and the optimizers."""
         for optimizer in self.optimizers:
             for name, value in _settings(optimizer).items():
                 if isinstance(value, TrackedFloat):
                     setattr(optimizer, name, _plain(value))
-        self.call = self.known = self.scalars = None
+        # Its numbers refer to it: break the cycle now, not at the next garbage collection.
+        self.call = self.known = self.scalars = self.sources = self.optimizers = None
 
     def _constant(self, array):
         outside = array.seq < self.start

@@ -27,6 +27,7 @@ the body's effects: new slots and step counts, new ``State`` values, results.
 from __future__ import annotations
 
 import sys
+import weakref
 
 import numpy as np
 
@@ -121,7 +122,8 @@ class Capture:
         self.host_roles = host_roles
         self.results = results
         self.cell_writes = cell_writes
-        self.optimizers = optimizers
+        # By weak reference: when the step's optimizer is replaced by a new one, capture again.
+        self.optimizers = [weakref.ref(optimizer) for optimizer in optimizers]
         self.slot_outputs = slot_outputs
         self.updates = updates
         self.draws = draws
@@ -134,16 +136,20 @@ class Capture:
         """The structure of the compiled trace (None when the body computed nothing)."""
         return None if self.program is None else self.program.entries
 
-    def prepare(self, call) -> list:
-        """The call's Python numbers, as the body would compute them; :class:`Miss` if it cannot replay.
+    def prepare(self, call) -> tuple[list, list]:
+        """The call's Python numbers as the body would compute them, and the optimizers.
 
         Checks everything a replay relies on before anything irreversible
         happens (the only effect: optimizer attributes the body sets from the
-        call's numbers are set, as the body would set them).
+        call's numbers are set, as the body would set them); raises
+        :class:`Miss` with the reason when the call cannot replay.
         """
+        optimizers = [ref() for ref in self.optimizers]
+        if None in optimizers:
+            raise Miss("an optimizer the step updated is gone (the step uses a new one)")
         values = [float.__float__(call.leaves[j]) for j in call.parameters]
         for update in self.updates:
-            optimizer = self.optimizers[update.optimizer]
+            optimizer = optimizers[update.optimizer]
             for name, evaluate in update.assignments:
                 setattr(optimizer, name, evaluate(values))
             values.extend(float(getattr(optimizer, name)) for name in update.read)
@@ -161,35 +167,20 @@ class Capture:
             if values[index] != expected:
                 raise Miss(f"a number the step decides on changed ({expected!r} -> "
                            f"{values[index]!r})")
-        for role in self.device_roles:
+        for role in [*self.device_roles, *(role for group in self.host_roles for role in group)]:
             if role[0] == "slot":
-                self._slot(role)
+                _check_slot(role, optimizers)
             elif role[0] == "constant" and role[2]:
-                _outside(role)
-        for group in self.host_roles:
-            for role in group:
-                if role[0] == "slot":
-                    self._slot(role)
-                elif role[0] == "constant" and role[2]:
-                    _outside(role)
-        return values
+                _check_outside(role)
+        return values, optimizers
 
-    def _slot(self, role) -> Tensor:
-        _, o, i, name, spec = role
-        slots = self.optimizers[o]._state[i]
-        tensor = None if slots is None else slots.get(name)
-        if (tensor is None or tensor._backend is not BACKEND or tensor._data.op is not None
-                or _tensor_part(tensor) != spec):
-            raise Miss(f"the slots of {type(self.optimizers[o]).__name__} are not those the "
-                       "step was captured with")
-        return tensor
-
-    def replay(self, call, values):
-        """Run the program for ``call`` (prepared into ``values``) and do the body's effects."""
+    def replay(self, call, prepared):
+        """Run the program for ``call`` (as :meth:`prepare` found it) and do the body's effects."""
+        values, optimizers = prepared
         drawn = [redraw() for redraw in self.draws]
         drawn_arrays = [BACKEND.asarray(v, v.dtype) for v in drawn]
-        arrays, donate = self._device_inputs(call, drawn_arrays)
-        host = [[self._host_value(role, call, values, drawn) for role in group]
+        arrays, donate = self._device_inputs(call, optimizers, drawn_arrays)
+        host = [[_host_value(role, call, optimizers, values, drawn) for role in group]
                 for group in self.host_roles]
         outs = self.program.run(arrays, host, donate) if self.program is not None else []
         tensors: dict = {}
@@ -213,7 +204,7 @@ class Capture:
 
         for cell, role in self.cell_writes:
             call.cells[cell][0].value = tensor(role)
-        for optimizer, steps, outputs in zip(self.optimizers, self.steps, self.slot_outputs,
+        for optimizer, steps, outputs in zip(optimizers, self.steps, self.slot_outputs,
                                              strict=True):
             state = optimizer._state
             for i, roles in outputs:
@@ -222,7 +213,7 @@ class Capture:
         treedef, roles = self.results
         return treedef.unflatten([tensor(role) for role in roles])
 
-    def _device_inputs(self, call, drawn_arrays):
+    def _device_inputs(self, call, optimizers, drawn_arrays):
         arrays, donate = [], []
         donated = set(self.program.donate) if self.program is not None else set()
         for k, role in enumerate(self.device_roles):
@@ -230,7 +221,7 @@ class Capture:
             if kind == "leaf":
                 arrays.append(call.leaves[role[1]]._data)
             elif kind == "slot":
-                slot = self.optimizers[role[1]]._state[role[2]][role[3]]  # checked by prepare
+                slot = optimizers[role[1]]._state[role[2]][role[3]]  # checked by prepare
                 arrays.append(slot._data)
                 # The old slot is dropped after the step: XLA may reuse it if nobody else can read it.
                 if k in donated and _counts(slot) <= _SLOT_ONLY and not slot._data.shared:
@@ -248,21 +239,32 @@ class Capture:
                 arrays.append(_array(role))
         return arrays, tuple(donate)
 
-    def _host_value(self, role, call, values, drawn):
-        kind = role[0]
-        if kind == "expr":
-            return role[1](values)
-        if kind == "number":
-            return role[1]
-        if kind == "draw":
-            return drawn[role[1]].reshape(())
-        if kind == "leaf":
-            array = call.leaves[role[1]]._data
-        elif kind == "slot":
-            array = self.optimizers[role[1]]._state[role[2]][role[3]]._data
-        else:
-            array = _array(role)
-        return np.asarray(array.buffer).reshape(())
+
+def _host_value(role, call, optimizers, values, drawn):
+    kind = role[0]
+    if kind == "expr":
+        return role[1](values)
+    if kind == "number":
+        return role[1]
+    if kind == "draw":
+        return drawn[role[1]].reshape(())
+    if kind == "leaf":
+        array = call.leaves[role[1]]._data
+    elif kind == "slot":
+        array = optimizers[role[1]]._state[role[2]][role[3]]._data
+    else:
+        array = _array(role)
+    return np.asarray(array.buffer).reshape(())
+
+
+def _check_slot(role, optimizers) -> None:
+    _, o, i, name, spec = role
+    slots = optimizers[o]._state[i]
+    tensor = None if slots is None else slots.get(name)
+    if (tensor is None or tensor._backend is not BACKEND or tensor._data.op is not None
+            or _tensor_part(tensor) != spec):
+        raise Miss(f"the slots of {type(optimizers[o]).__name__} are not those the step was "
+                   "captured with")
 
 
 def _array(role):
@@ -270,7 +272,7 @@ def _array(role):
     return role[1]() if role[2] else role[1]
 
 
-def _outside(role) -> None:
+def _check_outside(role) -> None:
     array = role[1]()
     if array is None or (array.buffer is None and not array.host):
         raise Miss("a tensor the step reads from outside its arguments was replaced (its old "

@@ -112,13 +112,13 @@ class CapturedStep:
         matched, reasons = None, []
         for capture in captures:
             try:
-                values = capture.prepare(call)
+                prepared = capture.prepare(call)
             except Miss as miss:
                 reasons.append(str(miss))
                 continue
             if not verifying:
                 self._misses = 0
-                return capture.replay(call, values)
+                return capture.replay(call, prepared)
             matched = capture
             break
         if not captures:

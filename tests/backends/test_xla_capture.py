@@ -477,3 +477,20 @@ def test_keyword_arguments_and_a_step_that_computes_nothing():
     assert captured.body_runs == 1
     same = s4tf.xla.compile(lambda x: x)
     assert same(x) is x and same(x) is x and same.body_runs == 1
+
+
+def test_a_step_whose_optimizer_is_replaced_captures_again():
+    model, x, y, opt = problem()
+    holder = {"opt": opt}
+
+    def step(model):
+        loss, grads = s4tf.value_with_gradient(model, of=lambda m: ((m(x) - y) ** 2).mean())
+        return holder["opt"].update(model, grads)
+
+    captured = s4tf.xla.compile(step)
+    with s4tf.inference():
+        model = captured(captured(model))
+        holder["opt"] = fresh = s4tf.optimizers.SGD(model, learning_rate=0.5)
+        del opt
+        model = captured(model)
+    assert fresh.step == 1 and captured.body_runs == 2
