@@ -198,14 +198,15 @@ def _changed_numbers(old, new) -> str | None:
         for a, b in zip(group_old, group_new, strict=True):
             if a[0] in _NUMBERS and b[0] in _NUMBERS:
                 before, after = _number(a, new.values), _number(b, new.values)
-                if before != after:
+                if _differs(before, after):
                     return f"a number ({before!r} -> {after!r})"
     for a, b in zip(old.device_roles, new.device_roles, strict=True):
         if a[0] == "constant" and b[0] == "constant" and not a[2] and not b[2] and \
-                not np.array_equal(np.asarray(a[1].buffer), np.asarray(b[1].buffer)):
+                not np.array_equal(np.asarray(a[1].buffer), np.asarray(b[1].buffer),
+                                   equal_nan=np.asarray(a[1].buffer).dtype.kind in "fc"):
             return f"a constant tensor of shape {a[1].shape}"
     for a, b in zip(old.results[1], new.results[1], strict=True):
-        if a[0] == "number" and b[0] == "number" and a[1] != b[1]:
+        if a[0] == "number" and b[0] == "number" and _differs(a[1], b[1]):
             return f"a returned number ({a[1]!r} -> {b[1]!r})"
     return None
 
@@ -216,3 +217,8 @@ _NUMBERS = ("number", "expr")
 def _number(role, values):
     """A host number's value for the recorded numbers ``values`` (the old role recomputes it)."""
     return role[1](values) if role[0] == "expr" else role[1]
+
+
+def _differs(a, b) -> bool:
+    """Whether two numbers differ (a NaN fill value is the same NaN each time)."""
+    return bool(a != b) and not bool(a != a and b != b)

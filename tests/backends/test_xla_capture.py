@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import pathlib
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -494,3 +498,65 @@ def test_a_step_whose_optimizer_is_replaced_captures_again():
         del opt
         model = captured(model)
     assert fresh.step == 1 and captured.body_runs == 2
+
+
+def test_a_nan_constant_of_the_program_is_not_a_change():
+    step = s4tf.xla.compile(lambda x, lr: s4tf.where(x > 0, x * lr, x * float("nan")),
+                            verify_every=2)
+    x = s4tf.ones([2]).to("xla")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [step(x, float(i)).tolist() for i in (1, 2, 3, 4)][-1] == [4.0, 4.0]
+    assert step.body_runs == 3
+
+
+DATA_PARALLEL = """
+import numpy as np, s4tf
+from s4tf import distributed, layers, optimizers
+
+rng = np.random.default_rng(0)
+data = [(rng.normal(size=(32, 12)).astype(np.float32),
+         rng.integers(0, 5, size=32).astype(np.int32)) for _ in range(5)]
+
+def run(captured):
+    strategy = distributed.DataParallel()
+    with s4tf.backend("xla"):
+        s4tf.random.seed(0)
+        model = strategy.replicate(layers.Sequential(
+            layers.Dense(12, 16), layers.BatchNorm(16), layers.Dense(16, 5)))
+        opt = optimizers.Adam(model, learning_rate=0.01)
+
+        def step(model, x, y):
+            with s4tf.training():
+                loss, g = s4tf.value_with_gradient(
+                    model, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=y))
+            return opt.update(model, g), loss
+
+        if captured:
+            step = s4tf.xla.compile(step)
+        losses = []
+        for x, y in data:
+            model, loss = step(model, *strategy.shard((s4tf.Tensor(x), s4tf.Tensor(y))))
+            losses.append(float(loss))
+        leaves = [t for t in s4tf.tree_leaves(model) if isinstance(t, s4tf.Tensor)]
+        assert all(t.devices == strategy.devices for t in leaves)  # still replicated
+        return losses, [t.numpy() for t in leaves], step
+
+losses, params, _ = run(False)
+c_losses, c_params, step = run(True)
+assert c_losses == losses, (c_losses, losses)
+assert all(np.array_equal(a, b) for a, b in zip(c_params, params))
+# The first call makes Adam's slots on one device, the second sees them replicated.
+assert step.body_runs == 2, step
+assert s4tf.xla.metrics()["devices"] == 8 and s4tf.xla.metrics()["replays"] == 3
+print("ok")
+"""
+
+
+def test_data_parallel_steps_replay_on_eight_devices():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    environment = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+                       PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", DATA_PARALLEL], capture_output=True,
+                            text=True, env=environment, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
