@@ -23,7 +23,8 @@ times, so every ratio comes from measurements taken side by side:
 
 The JSON holds, per model and framework, examples/s of every run and the
 ratios ``s4tf_captured/jax``, ``s4tf_xla/jax`` and ``s4tf_captured/s4tf_xla``
-as ``[lowest, highest]`` over the runs (higher is faster for the first name).
+of each run, as their range and median over the runs (higher is faster for
+the first name).
 
 Usage: ``python benchmarks/captured_step.py [--models lenet,resnet20,resnet56]
 [--runs 3] [--steps 10] [--warmup 3] [--batch 16] [--lenet-batch 128]``.
@@ -35,6 +36,7 @@ import argparse
 import json
 import time
 
+import numpy as np
 from lenet_step import LR as LENET_LR
 from lenet_step import LeNet, batch, initial_weights, jax_forward
 from zoo_step import LEARNING_RATE, MOMENTUM, equinox_model_and_state, random_batch
@@ -193,7 +195,8 @@ def measure(model_name: str, sizes: dict, runs: int, steps: int, warmup: int) ->
         if mine in runners and peer in runners:
             each = [a / b for a, b in zip(result[mine]["examples_per_s"],
                                           result[peer]["examples_per_s"], strict=True)]
-            ratios[f"{mine}/{peer}"] = [round(min(each), 3), round(max(each), 3)]
+            ratios[f"{mine}/{peer}"] = {"range": [round(min(each), 3), round(max(each), 3)],
+                                        "median": round(float(np.median(each)), 3)}
     result["ratios"] = ratios
     return result
 

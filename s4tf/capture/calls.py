@@ -186,7 +186,15 @@ def _tensor_part(tensor):
 
 
 def loose_statics(treedef):
-    """The static values of a structure that are not fields of a Differentiable value."""
+    """The static values of a structure that are not fields of a Differentiable value.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> _, treedef = s4tf.tree_flatten({"n": 3, "layer": s4tf.layers.Dense(2, 2), "x": 1.0})
+    >>> list(loose_statics(treedef))
+    [3]
+    """
     kind = treedef.kind
     if kind == _STATIC:
         yield treedef.meta

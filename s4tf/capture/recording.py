@@ -46,7 +46,13 @@ _active: list = []  # the recording whose body is running (at most one)
 
 
 def active() -> bool:
-    """Whether a captured step's body is running (a captured step called inside it runs inline)."""
+    """Whether a captured step's body is running (a captured step called inside it runs inline).
+
+    Examples
+    --------
+    >>> active()
+    False
+    """
     return bool(_active)
 
 
@@ -304,7 +310,17 @@ def _check_result(leaf) -> None:
 
 
 def record(call, fn):
-    """Run ``fn`` on ``call``'s arguments as usual; return ``(results, Capture)``."""
+    """Run ``fn`` on ``call``'s arguments as usual; return ``(results, Capture)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.capture.calls import Call
+    >>> x = s4tf.ones([2]).to("xla")
+    >>> result, capture = record(Call((x, 3.0), {}), lambda x, scale: x * scale)
+    >>> result.tolist(), [role[0] for role in capture.device_roles]
+    ([3.0, 3.0], ['leaf'])
+    """
     recording = _Recording(call)
     args, kwargs = recording.arguments()
     try:

@@ -144,7 +144,14 @@ del _name, _function
 
 
 def sources_of(expression) -> set[int]:
-    """The input indices an expression reads."""
+    """The input indices an expression reads.
+
+    Examples
+    --------
+    >>> import operator
+    >>> sources_of((operator.mul, ("source", 2), (operator.add, ("source", 0), ("number", 1))))
+    {0, 2}
+    """
     if expression[0] == "source":
         return {expression[1]}
     if expression[0] == "number":
@@ -156,7 +163,14 @@ def sources_of(expression) -> set[int]:
 
 
 def evaluator(expression):
-    """A function of the list of input values that computes ``expression`` as the body did."""
+    """A function of the list of input values that computes ``expression`` as the body did.
+
+    Examples
+    --------
+    >>> import operator
+    >>> evaluator((operator.sub, ("number", 1), ("source", 0)))([0.25])
+    0.75
+    """
     if expression[0] == "source":
         index = expression[1]
         return lambda values: values[index]

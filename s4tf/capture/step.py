@@ -79,7 +79,7 @@ class CapturedStep:
         self.calls = 0
         self.body_runs = 0
         self._captures: dict = {}
-        self._always_run: dict = {}
+        self._always_run: set = set()  # signatures fed numbers a capture cannot follow
         self._misses = 0
         self._warned_misses = False
         self._last_signature = None
@@ -150,9 +150,9 @@ class CapturedStep:
             self._warned_misses = True
             warnings.warn(
                 f"s4tf.xla.compile: {self._name()} ran its Python body on each of the last "
-                f"{self._misses} calls instead of replaying, because {reasons[-1]}. Pass "
-                "numbers that change as float arguments, keep shapes, dtypes and int "
-                "arguments fixed, and set optimizer settings inside the step from arguments.",
+                f"{self._misses} calls instead of replaying, because {reasons[-1]}. Keep "
+                "shapes, dtypes, ints and other static arguments fixed, pass numbers that "
+                "change as float arguments, and decide nothing in Python on those numbers.",
                 CaptureMismatchWarning, stacklevel=user_stacklevel())
 
     def _compare(self, old, new, signature) -> None:
@@ -169,7 +169,7 @@ class CapturedStep:
             return
         changed = _changed_numbers(old, new)
         if changed:
-            self._always_run[signature] = changed
+            self._always_run.add(signature)
             self._warn(f"fed its compiled program {changed} that differs from the captured "
                        "one although the arguments' numbers did not say so (computed with "
                        "math or NumPy functions, read from a global, or made into a tensor "
