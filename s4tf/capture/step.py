@@ -160,7 +160,8 @@ class CapturedStep:
         if old.entries != new.entries:
             change = ("the step computed nothing before" if old.entries is None or
                       new.entries is None else _describe_change(
-                          summarize((old.entries,)), summarize((new.entries,))))
+                          summarize((old.entries,)), summarize((new.entries,)))
+                      + _first_difference(old.entries, new.entries))
             self._warn(f"took another path than when it was captured: the trace differs in "
                        f"{change}. The new trace is replayed from now on. Python branches "
                        "on values the step does not take as arguments (globals, attributes) "
@@ -222,3 +223,16 @@ def _number(role, values):
 def _differs(a, b) -> bool:
     """Whether two numbers differ (a NaN fill value is the same NaN each time)."""
     return bool(a != b) and not bool(a != a and b != b)
+
+
+def _first_difference(old, new) -> str:
+    """The first op (with its static parameters: shapes, dtypes, axes) that differs."""
+    for a, b in zip(old, new, strict=False):
+        if a != b and a[0] != "P" and b[0] != "P":
+            return f"; first {_op(a)} became {_op(b)}"
+    return ""
+
+
+def _op(entry) -> str:
+    op, params, _ = entry
+    return op + "(" + ", ".join(f"{k}={v!r}" for k, v in params) + ")"

@@ -560,3 +560,14 @@ def test_data_parallel_steps_replay_on_eight_devices():
     result = subprocess.run([sys.executable, "-c", DATA_PARALLEL], capture_output=True,
                             text=True, env=environment, timeout=600)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+def test_a_verification_names_a_changed_dtype():
+    settings = {"dtype": s4tf.float32}
+    captured = s4tf.xla.compile(lambda x: x.astype(settings["dtype"]) * 2, verify_every=2)
+    x = s4tf.ones([2]).to("xla")
+    assert captured(x).dtype == s4tf.float32
+    settings["dtype"] = s4tf.float64
+    with pytest.warns(s4tf.xla.CaptureMismatchWarning, match=r"cast\(dtype=.*float32.*became "
+                                                             r"cast\(dtype=.*float64"):
+        assert captured(x).dtype == s4tf.float64
