@@ -113,9 +113,11 @@ def metrics() -> dict:
         (seconds spent compiling, dispatching, and collecting + hashing graphs)
         ``donated_buffers`` (input buffers handed to XLA for reuse), ``devices``
         (how many devices the last graph ran on: more than one under a
-        :mod:`s4tf.distributed` strategy) and ``collectives`` (the collective
+        :mod:`s4tf.distributed` strategy), ``collectives`` (the collective
         operations XLA inserted into that graph, e.g. ``("all-reduce",)`` for
-        the gradient sum of data-parallel training; empty on one device).
+        the gradient sum of data-parallel training; empty on one device) and
+        ``replays`` (calls of captured steps, :func:`compile`, that ran their
+        compiled program without tracing).
 
     Examples
     --------
