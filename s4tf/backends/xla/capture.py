@@ -62,6 +62,7 @@ class CapturedProgram:
         for node, k in self.outputs:
             specs[k] = (node.shape, node.dtype)
         self._specs = specs
+        self._hashes = {self.donate: trace.hash}  # per donation pattern: a key hashes in O(ops)
         # Copies of donated buffers the caller still needs (taken before XLA reuses them).
         self.kept = {id(self.device[k]): self.device[k].buffer.copy() for k in self.donate
                      if keep is not None and keep(self.device[k])}
@@ -88,8 +89,10 @@ class CapturedProgram:
         host = [np.asarray(value, dtype).reshape(shape)
                 for value, (shape, dtype) in zip(host_values, self._host_specs, strict=True)]
         trace = graph.Trace()
-        trace.key = (self.entries, self.out_slots, donate)
-        trace.hash = hash(trace.key)
+        trace.key = key = (self.entries, self.out_slots, donate)
+        trace.hash = self._hashes.get(donate)
+        if trace.hash is None:
+            trace.hash = self._hashes[donate] = hash(key)
         trace.program, trace.n_slots, trace.parameter_slots = self._program
         trace.out_slots, trace.donate = self.out_slots, donate
         trace.arguments = (*buffers, *device_buffers(host))
