@@ -13,6 +13,7 @@ from .tensor import Tensor
 
 # isort: split
 from . import (
+    capture,
     checkpoint,
     datasets,
     distributed,
@@ -147,6 +148,10 @@ from .autodiff import differentiable  # noqa: F811
 # under its public name too, so `import s4tf.xla` and warning filters such as
 # "ignore::s4tf.xla.RecompilationWarning" find it.
 _sys.modules[f"{__name__}.xla"] = xla
+# Captured steps know models and optimizers, so they live above the backend
+# (s4tf.capture); s4tf.xla names them, attached here where both are below.
+xla.compile, xla.CaptureMismatchWarning = capture.compile, capture.CaptureMismatchWarning
+xla.__all__ = sorted([*xla.__all__, "CaptureMismatchWarning", "compile"])
 
 __version__ = "0.1.0"
 

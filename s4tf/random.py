@@ -16,6 +16,9 @@ from .tensor import Tensor
 __all__ = ["generator", "get_state", "normal", "randint", "seed", "set_state", "uniform"]
 
 _generator = np.random.default_rng(0)
+# Called as listener(tensor, redraw) for each draw from the global stream while
+# s4tf.xla.compile records a step (s4tf/capture): replays draw again with redraw().
+draw_listener = None
 
 
 def seed(n: int) -> None:
@@ -48,6 +51,17 @@ def set_state(state: dict) -> None:
     _generator.bit_generator.state = state
 
 
+def _drawn(draw, dtype, seed) -> Tensor:
+    """The tensor of ``draw()``'s host values in ``dtype``, on the current backend."""
+    def host_values():
+        return draw().astype(dtype.numpy)
+
+    tensor = _from_numpy(host_values(), dtype)
+    if seed is None and draw_listener is not None:
+        draw_listener(tensor, host_values)
+    return tensor
+
+
 def normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None) -> Tensor:
     """Normally distributed values.
 
@@ -58,8 +72,8 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None) -> Ten
     (2, 3)
     """
     dtype = _dtypes.as_dtype(dtype)
-    values = generator(seed).normal(mean, stddev, size=_shape(shape, "normal"))
-    return _from_numpy(values.astype(dtype.numpy), dtype)
+    size = _shape(shape, "normal")
+    return _drawn(lambda: generator(seed).normal(mean, stddev, size=size), dtype, seed)
 
 
 def uniform(shape, low=0.0, high=1.0, dtype=_dtypes.float32, seed=None) -> Tensor:
@@ -72,8 +86,8 @@ def uniform(shape, low=0.0, high=1.0, dtype=_dtypes.float32, seed=None) -> Tenso
     True
     """
     dtype = _dtypes.as_dtype(dtype)
-    values = generator(seed).uniform(low, high, size=_shape(shape, "uniform"))
-    return _from_numpy(values.astype(dtype.numpy), dtype)
+    size = _shape(shape, "uniform")
+    return _drawn(lambda: generator(seed).uniform(low, high, size=size), dtype, seed)
 
 
 def randint(low, high=None, shape=(), dtype=_dtypes.int32, seed=None) -> Tensor:
@@ -88,5 +102,5 @@ def randint(low, high=None, shape=(), dtype=_dtypes.int32, seed=None) -> Tensor:
     if high is None:
         low, high = 0, low
     dtype = _dtypes.as_dtype(dtype)
-    values = generator(seed).integers(low, high, size=_shape(shape, "randint"))
-    return _from_numpy(values.astype(dtype.numpy), dtype)
+    size = _shape(shape, "randint")
+    return _drawn(lambda: generator(seed).integers(low, high, size=size), dtype, seed)

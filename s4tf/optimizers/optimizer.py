@@ -34,6 +34,11 @@ from .tensor_buffers import TensorBuffer
 
 __all__ = ["Optimizer"]
 
+# Called as listener(optimizer, model, constants) -> constants by every update while
+# s4tf.xla.compile records a step (s4tf/capture), which replays it without Python.
+update_listener = None
+
+
 class Optimizer:
     """Base class of optimizers; subclasses define the per-parameter rule.
 
@@ -182,7 +187,6 @@ class Optimizer:
         # The rule and step_constants see the new step, as S4TF's do; the new
         # slots take effect only at commit, so an abandoned update changes nothing.
         old_step, pending, committed = self.step, {}, []
-        names = dict.fromkeys(self.state_names)  # ordered, and its keys compare as a set
         # An element-wise rule runs on blocks (see .blocks): small parameters written
         # in place wait here (indices, params, grads) to run packed after the last leaf.
         packed = ([], [], []) if is_elementwise(self) else None
@@ -204,6 +208,10 @@ class Optimizer:
         try:
             self.step = old_step + 1
             constants = self.step_constants(self.step)
+            if update_listener is not None:
+                constants = update_listener(self, model, constants)
+            # Read after the listener: a captured step sees the decision on its settings.
+            names = dict.fromkeys(self.state_names)  # ordered, and its keys compare as a set
             return cow.update(model, count, _ROOT_BASELINE, consume, new_leaf,
                               f"{type(self).__name__}.update", sys._getframe(1), callsite.UPDATE,
                               commit)

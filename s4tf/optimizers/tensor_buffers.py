@@ -159,8 +159,10 @@ class TensorBuffer:
             return bool(value)
         if isinstance(value, int | np.integer):
             return int(value)
-        if isinstance(value, float | np.floating):
+        if isinstance(value, np.floating):
             return float(value)  # np.float64 would otherwise promote float32 to float64
+        if isinstance(value, float):
+            return value  # as it is: a number s4tf.xla.compile follows stays followed
         if isinstance(value, np.ndarray):
             if value.ndim == 0:
                 return value.item()

@@ -19,7 +19,11 @@ this list):
 * :mod:`.graph`: recording, and at a barrier ordering, keys and liveness;
 * :mod:`.recording`: the kernel table whose every method records a node;
 * :mod:`.sharding`: placing buffers on device meshes;
-* :mod:`.backend`: the :class:`~.backend.XLABackend` object.
+* :mod:`.backend`: the :class:`~.backend.XLABackend` object;
+* :mod:`.capture`: a barrier's trace kept for replay (the backend half of
+  ``s4tf.xla.compile``, which lives in :mod:`s4tf.capture` with
+  :class:`~s4tf.capture.CaptureMismatchWarning`: they know models and
+  optimizers, so ``s4tf/__init__.py`` attaches them to this namespace).
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ from .recording import LazyKernels
 
 __all__ = ["BACKEND", "XLABackend"]
 
+# Called as array_listener(value, array) with each array made from host data (a
+# Python number entering an op, a constant) while s4tf.xla.compile records a
+# step's body (s4tf/capture): it follows the numbers, and tells the constants the
+# body made from those that existed before it.
+array_listener = None
+
 
 def _numpy_dtype(dtype) -> np.dtype:
     return dtype.numpy if hasattr(dtype, "numpy") else np.dtype(dtype)
@@ -46,14 +52,21 @@ class XLABackend(Backend):
         # device_put can alias host memory that somebody else still owns.
         host = np.array(value, dtype=_numpy_dtype(dtype), copy=True)
         if host.size == 1:
-            return LazyArray(host.shape, host.dtype, buffer=host, host=True)
-        return LazyArray(host.shape, host.dtype, buffer=jax.device_put(host))
+            array = LazyArray(host.shape, host.dtype, buffer=host, host=True)
+        else:
+            array = LazyArray(host.shape, host.dtype, buffer=jax.device_put(host))
+        if array_listener is not None:
+            array_listener(value, array)
+        return array
 
     def scalar(self, value, dtype) -> LazyArray:
         # Packed with the graph's inputs and hashed by dtype only: a learning rate
         # that changes every step does not change the trace.
         host = np.asarray(value, dtype=_numpy_dtype(dtype))
-        return LazyArray((), host.dtype, buffer=host, host=True)
+        array = LazyArray((), host.dtype, buffer=host, host=True)
+        if array_listener is not None:
+            array_listener(value, array)
+        return array
 
     def to_numpy(self, data: LazyArray) -> np.ndarray:
         if data.op is not None:

@@ -23,7 +23,7 @@ __all__ = ["COUNTERS", "ZERO_METRICS", "RecompilationWarning", "metrics", "note_
 ZERO_METRICS = {
     "compiles": 0, "cache_hits": 0, "traced_ops": 0, "executions": 0, "compile_time": 0.0,
     "execute_time": 0.0, "graph_time": 0.0, "donated_buffers": 0, "devices": 1,
-    "collectives": (), "persistent_cache_hits": 0,
+    "collectives": (), "persistent_cache_hits": 0, "replays": 0,
 }
 COUNTERS: dict = dict(ZERO_METRICS)
 

@@ -19,9 +19,9 @@ which only costs an extra output or a missed donation.
 
 A barrier is :func:`collect` (the trace, its key and hash; nothing runs), then
 :func:`execute` (the compiler's cached executable runs it; outputs are
-materialised and donated buffers dropped). A captured step can call the two
-apart: ``collect()`` to read a trace's ``hash``, ``compiler.executable(trace)``
-to keep the compiled program.
+materialised and donated buffers dropped). A captured step's recording
+(:func:`.capture.recorded_barrier`) calls the two itself and keeps the trace
+in between, to replay its program later.
 """
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ _lock = threading.RLock()
 # Each barrier's number, stamped on the arrays it numbers (LazyArray.mark), so
 # their slots and use counts live on the arrays, not in dictionaries keyed by id.
 _barriers = itertools.count(1)
+# Called with no arguments before each barrier while s4tf.xla.compile records a
+# step's body (s4tf/capture), which refuses it: a replay could not read a value.
+barrier_listener = None
 
 
 def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
@@ -135,7 +138,7 @@ class Trace:
     """
 
     __slots__ = ("key", "hash", "program", "n_slots", "parameter_slots", "out_slots", "donate",
-                 "arguments", "_device", "_out_nodes", "_out_positions")
+                 "arguments", "_device", "_host", "_out_nodes", "_out_positions")
 
 
 def collect() -> Trace | None:
@@ -168,7 +171,7 @@ def collect() -> Trace | None:
         buffers = [x.buffer for x in device]
         check_meshes(buffers)
         trace.arguments = (*buffers, *device_buffers([x.buffer for x in host]))
-        trace._device = device
+        trace._device, trace._host = device, host
         trace._out_nodes = out_nodes
         position = {s: k for k, s in enumerate(out_slots)}
         trace._out_positions = [position[n.slot] for n in out_nodes]
@@ -257,11 +260,13 @@ def execute(trace: Trace) -> None:
             device[k].buffer = None
         COUNTERS["donated_buffers"] += len(trace.donate)
         # The trace no longer holds the arrays: a captured step may keep it.
-        trace._device = trace._out_nodes = trace.arguments = None
+        trace._device = trace._host = trace._out_nodes = trace.arguments = None
 
 
 def barrier() -> None:
     """Compile (or fetch from the cache) and run the graph of all live pending arrays."""
+    if barrier_listener is not None:
+        barrier_listener()
     with _lock:
         trace = collect()
         if trace is not None:

@@ -1,0 +1,237 @@
+"""The captured step: call by call, replay a capture, verify it, or run the body and capture.
+
+Captures are kept per call signature (:mod:`.calls`); a signature may hold a
+few captures that differ in what the body decided (a Python number it
+compared, an optimizer setting, slots made on the host or on the device).
+Every ``verify_every``-th call runs the body even when a capture would
+replay, and compares the new trace with the capture's: another path (a
+Python branch on something the signature does not see) warns with
+:class:`s4tf.xla.CaptureMismatchWarning` and the new trace replaces the old;
+a number the capture could not follow (made with ``math``/NumPy, or read
+from a global) that changed warns too, and then that signature always runs
+its body.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+
+from ..backends.xla import graph
+from ..backends.xla.counters import _describe_change, summarize
+from ..user_frames import user_stacklevel
+from . import recording
+from .calls import Call, NotCapturable
+from .mismatch import CaptureMismatchWarning
+from .replay import Miss
+
+__all__ = ["CapturedStep"]
+
+# Captures kept per signature; the oldest goes first.
+MAX_CAPTURES = 8
+# After this many body runs in a row that found no capture to replay, say why once.
+WARN_AFTER = 8
+
+
+class CapturedStep:
+    """A step function that replays its compiled program (made by :func:`s4tf.xla.compile`).
+
+    Parameters
+    ----------
+    fn : callable
+        The step.
+    verify_every : int
+        Run the body and compare traces on every ``verify_every``-th call.
+
+    Attributes
+    ----------
+    calls : int
+        Calls so far.
+    body_runs : int
+        Calls that ran the Python body (captures and verifications).
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> def double(x):
+    ...     return x * 2
+    >>> step = s4tf.xla.compile(double, verify_every=10)
+    >>> x = s4tf.ones([3]).to("xla")
+    >>> [step(x).tolist() for _ in range(3)][-1], step.calls, step.body_runs
+    ([2.0, 2.0, 2.0], 3, 1)
+    """
+
+    def __init__(self, fn, verify_every: int = 100) -> None:
+        if not callable(fn):
+            raise TypeError(f"s4tf.xla.compile takes a function; got a {type(fn).__name__}.")
+        if isinstance(verify_every, bool) or not isinstance(verify_every, int | np.integer) \
+                or verify_every < 1:
+            raise ValueError(
+                f"s4tf.xla.compile: verify_every must be an int >= 1 (the body runs again on "
+                f"every verify_every-th call); got {verify_every!r}. Use 1 to check every "
+                "call, or a large number to check rarely."
+            )
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.verify_every = int(verify_every)
+        self.calls = 0
+        self.body_runs = 0
+        self._captures: dict = {}
+        self._always_run: set = set()  # signatures fed numbers a capture cannot follow
+        self._misses = 0
+        self._warned_misses = False
+        self._last_signature = None
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        return (f"<captured step {name}: {self.calls} calls, {self.body_runs} ran the body, "
+                f"verify_every={self.verify_every}>")
+
+    def __get__(self, instance, owner=None):
+        # Decorating a method: bind like a function.
+        return self if instance is None else functools.partial(self, instance)
+
+    def __call__(self, *args, **kwargs):
+        if recording.active():
+            return self.fn(*args, **kwargs)  # inside another step's body: part of its trace
+        self.calls += 1
+        if graph.pending_count():
+            graph.barrier()  # the inputs are materialised; the body's graph starts empty
+        try:
+            call = Call(args, kwargs)
+        except NotCapturable:
+            return self.fn(*args, **kwargs)
+        signature = call.signature
+        if signature in self._always_run:
+            self.body_runs += 1
+            return self.fn(*args, **kwargs)
+        verifying = self.calls % self.verify_every == 0
+        captures = self._captures.get(signature, [])
+        matched, reasons = None, []
+        for capture in captures:
+            try:
+                prepared = capture.prepare(call)
+            except Miss as miss:
+                reasons.append(str(miss))
+                continue
+            if not verifying:
+                self._misses = 0
+                return capture.replay(call, prepared)
+            matched = capture
+            break
+        if not captures:
+            reasons.append(self._new_signature(signature))
+        self.body_runs += 1
+        results, capture = recording.record(call, self.fn)
+        self._last_signature = signature
+        if matched is not None:
+            self._compare(matched, capture, signature)
+            captures[captures.index(matched)] = capture
+        else:
+            self._note_miss(reasons)
+            captures.append(capture)
+            del captures[:-MAX_CAPTURES]
+            self._captures[signature] = captures
+        return results
+
+    def _new_signature(self, signature) -> str:
+        if self._last_signature is None:
+            return "first call"
+        for old, new in zip(self._last_signature.parts, signature.parts, strict=False):
+            if old != new:
+                return f"the arguments differ from the last call's ({_part(old)} -> {_part(new)})"
+        return "the arguments differ from the last call's in structure"
+
+    def _note_miss(self, reasons) -> None:
+        self._misses += 1
+        if self._misses > WARN_AFTER and not self._warned_misses:
+            self._warned_misses = True
+            warnings.warn(
+                f"s4tf.xla.compile: {self._name()} ran its Python body on each of the last "
+                f"{self._misses} calls instead of replaying, because {reasons[-1]}. Keep "
+                "shapes, dtypes, ints and other static arguments fixed, pass numbers that "
+                "change as float arguments, and decide nothing in Python on those numbers.",
+                CaptureMismatchWarning, stacklevel=user_stacklevel())
+
+    def _compare(self, old, new, signature) -> None:
+        """Warn if a verification run took another path, or changed numbers the capture baked in."""
+        if old.entries != new.entries:
+            change = ("the step computed nothing before" if old.entries is None or
+                      new.entries is None else _describe_change(
+                          summarize((old.entries,)), summarize((new.entries,)))
+                      + _first_difference(old.entries, new.entries))
+            self._warn(f"took another path than when it was captured: the trace differs in "
+                       f"{change}. The new trace is replayed from now on. Python branches "
+                       "on values the step does not take as arguments (globals, attributes) "
+                       "are invisible to a capture until it is verified; pass them as "
+                       "arguments to make each path its own capture.")
+            return
+        changed = _changed_numbers(old, new)
+        if changed:
+            self._always_run.add(signature)
+            self._warn(f"fed its compiled program {changed} that differs from the captured "
+                       "one although the arguments' numbers did not say so (computed with "
+                       "math or NumPy functions, read from a global, or made into a tensor "
+                       "from host data inside the step); the calls since the last "
+                       "verification used the old value. From now on this step runs its body "
+                       "on every call. Compute such numbers with Python arithmetic on float "
+                       "arguments, or pass tensors as arguments.")
+
+    def _warn(self, message: str) -> None:
+        warnings.warn(f"s4tf.xla.compile: {self._name()} {message}", CaptureMismatchWarning,
+                      stacklevel=user_stacklevel())
+
+    def _name(self) -> str:
+        return getattr(self.fn, "__qualname__", "the step")
+
+
+def _part(part) -> str:
+    if isinstance(part, tuple) and len(part) == 3 and isinstance(part[0], tuple):
+        return f"shape {part[0]} {np.dtype(part[1]).name}"
+    return repr(part)
+
+
+def _changed_numbers(old, new) -> str | None:
+    """A description of a host number or constant array that differs between two equal traces."""
+    for a, b in zip(old.host_roles, new.host_roles, strict=True):
+        if a[0] in _NUMBERS and b[0] in _NUMBERS:
+            before, after = _number(a, new.values), _number(b, new.values)
+            if _differs(before, after):
+                return f"a number ({before!r} -> {after!r})"
+    for a, b in zip(old.device_roles, new.device_roles, strict=True):
+        if a[0] == "constant" and b[0] == "constant" and not a[2] and not b[2] and \
+                not np.array_equal(np.asarray(a[1].buffer), np.asarray(b[1].buffer),
+                                   equal_nan=np.asarray(a[1].buffer).dtype.kind in "fc"):
+            return f"a constant tensor of shape {a[1].shape}"
+    for a, b in zip(old.results[1], new.results[1], strict=True):
+        if a[0] == "number" and b[0] == "number" and _differs(a[1], b[1]):
+            return f"a returned number ({a[1]!r} -> {b[1]!r})"
+    return None
+
+
+_NUMBERS = ("number", "expr")
+
+
+def _number(role, values):
+    """A host number's value for the recorded numbers ``values`` (the old role recomputes it)."""
+    return role[1](values) if role[0] == "expr" else role[1]
+
+
+def _differs(a, b) -> bool:
+    """Whether two numbers differ (a NaN fill value is the same NaN each time)."""
+    return bool(a != b) and not bool(a != a and b != b)
+
+
+def _first_difference(old, new) -> str:
+    """The first op (with its static parameters: shapes, dtypes, axes) that differs."""
+    for a, b in zip(old, new, strict=False):
+        if a != b and a[0] != "P" and b[0] != "P":
+            return f"; first {_op(a)} became {_op(b)}"
+    return ""
+
+
+def _op(entry) -> str:
+    op, params, _ = entry
+    return op + "(" + ", ".join(f"{k}={v!r}" for k, v in params) + ")"
