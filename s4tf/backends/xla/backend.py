@@ -60,8 +60,9 @@ class XLABackend(Backend):
         return array
 
     def scalar(self, value, dtype) -> LazyArray:
-        # Packed with the graph's inputs and hashed by dtype only: a learning rate
-        # that changes every step does not change the trace.
+        # A graph parameter of its own (scalar_buffers.py puts it on a device
+        # buffer shared by value), hashed by dtype only: a learning rate that
+        # changes every step does not change the trace.
         host = np.asarray(value, dtype=_numpy_dtype(dtype))
         array = LazyArray((), host.dtype, buffer=host, host=True)
         if array_listener is not None:

@@ -22,7 +22,7 @@ from .jax_settings import persistent_cache_hits
 from .kernels import JAX_KERNELS
 from .layouts import collectives_in, device_count
 
-__all__ = ["cache_size", "clear_cache", "executable", "run", "wait_for_running_steps"]
+__all__ = ["cache_size", "clear_cache", "run", "wait_for_running_steps"]
 
 _cache: dict = {}
 
@@ -74,15 +74,6 @@ def run(trace):
     COUNTERS["execute_time"] += time.perf_counter() - start
     COUNTERS["executions"] += 1
     return outs
-
-
-def executable(key):
-    """The cached jitted program of trace key ``key`` (None before its first run).
-
-    Call it with ``trace.arguments`` of a trace with that key.
-    """
-    cached = _cache.get(key)
-    return None if cached is None else cached[0]
 
 
 def wait_for_running_steps() -> None:
