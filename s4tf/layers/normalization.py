@@ -46,9 +46,9 @@ class BatchNorm(Layer):
 
     In the training phase the layer normalizes with the batch's statistics
     (over every axis but ``axis``; :func:`s4tf.nn.batch_norm`, one fused op)
-    and updates, in place in their
-    :class:`s4tf.State` cells, ``running = momentum * running + (1 - momentum) *
-    batch`` (the batch variance is biased), inside or outside differentiation.
+    and updates, in place in their :class:`s4tf.State` cells, ``running =
+    momentum * running + (1 - momentum) * batch`` (the batch variance is
+    biased), inside or outside differentiation.
     In the inference phase (the default) it uses the running statistics.
 
     Parameters
@@ -100,7 +100,7 @@ class BatchNorm(Layer):
     def __call__(self, input):
         axis, kept = _feature_axis(self, input, self.axis, shape_of(self.offset)[0])
         if not layer_is_training(self, input, self.offset, self.scale):
-            # One factor per feature, then two passes over the input (not three).
+            # One factor per feature: three passes over the input, not four.
             factor = rsqrt(self.running_variance.value + self.epsilon) * self.scale
             return ((input - reshape(self.running_mean.value, kept)) * reshape(factor, kept)
                     + reshape(self.offset, kept))

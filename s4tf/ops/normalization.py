@@ -26,11 +26,12 @@ scale_grad(g, x, m)        backprop(g, x, a, m)       g: batch_norm(x, a, 0, m)
 batch_moments(x)           ``a_mean / M + a_var * 2 (x - mean) / M``
 =========================  =========================  ===========================  ==================
 
-(sums per feature). The second derivative of ``backprop`` in ``x`` is the
-symmetric map ``a -> -(r / M) * (s q scale_grad(a) + s xh sum(a q) +
-scale_grad(g) backprop(a, x, s))`` with ``q = backprop(g, x, 1)``; each JVP is
-the same linear map applied to a tangent. Every rule is written with these
-primitives and ordinary ops, so derivatives of any order follow.
+(sums per feature). The derivative of ``backprop`` in ``x`` is the symmetric
+map ``a -> -(r / M) * (s q scale_grad(a) + s xh sum(a q) + scale_grad(g)
+backprop(a, x, s))`` with ``q = backprop(g, x, 1)``. The JVP rules are the
+transposes of these maps (for ``x``, symmetric maps, the same ones). Every
+rule is written with these primitives and ordinary ops, so derivatives of any
+order follow.
 """
 
 from __future__ import annotations

@@ -274,6 +274,10 @@ BACKEND_CASES = {
                   ((2, 3, 3, 4), (3, 3, 2, 4))),
     "depthwise": (lambda x, w: s4tf.nn.depthwise_conv2d(x, w, 1, "same"),
                   ((2, 5, 5, 3), (3, 3, 3, 2))),
+    "conv2d_explicit": (lambda x, w: s4tf.nn.conv2d(x, w, 2, ((1, 2), (0, 1))),
+                        ((2, 6, 5, 3), (3, 3, 3, 4))),
+    "transpose_explicit": (lambda y, w: s4tf.nn.conv2d_transpose(y, w, None, 2, ((1, 1), (0, 2))),
+                           ((2, 3, 3, 4), (3, 3, 2, 4))),
 }
 
 

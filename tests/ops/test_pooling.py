@@ -182,6 +182,8 @@ def test_errors_name_the_op_and_what_was_wrong(call, words):
 BACKEND_CASES = {
     "max_same": lambda x: s4tf.nn.max_pool2d(x, 3, 2, "same"),
     "avg_same": lambda x: s4tf.nn.avg_pool2d(x, 3, 2, "same"),
+    "max_explicit": lambda x: s4tf.nn.max_pool2d(x, 3, 2, ((1, 1), (0, 2))),
+    "avg_explicit": lambda x: s4tf.nn.avg_pool2d(x, 3, 2, ((1, 1), (0, 2))),
     "max1d_valid": lambda x: s4tf.nn.max_pool1d(s4tf.reshape(x, (2, 25, 3)), 4, 3),
     "avg3d": lambda x: s4tf.nn.avg_pool3d(s4tf.reshape(x, (2, 5, 5, 1, 3)), (2, 2, 1), 1, "same"),
     "global_and_resampling": lambda x: s4tf.nn.zero_padding2d(
