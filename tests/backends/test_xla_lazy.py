@@ -274,3 +274,15 @@ def test_a_cast_or_reshape_that_changes_nothing_records_no_node():
         assert s4tf.xla.metrics()["traced_ops"] == before + 1
     assert all(t.tolist() == [[2.0] * 3] * 2 for t in same)
     assert changed.dtype == s4tf.float64 and changed.tolist() == [[2.0] * 3] * 2
+
+
+def test_parameter_keys_are_shared_and_tell_apart_what_replays_differently():
+    from s4tf.backends.xla.recording import param_key
+
+    key, params = param_key({"axis": (1, 2), "keepdims": True})
+    again, shared = param_key({"axis": (1, 2), "keepdims": True})
+    assert again is key and shared is params  # one object per distinct value
+    # A NumPy float64 promotes differently from a Python float under JAX; a list
+    # is not a tuple: each keys apart.
+    assert param_key({"value": np.float64(0.5)})[0] != param_key({"value": 0.5})[0]
+    assert param_key({"axis": [1, 2]})[0] != param_key({"axis": (1, 2)})[0]

@@ -18,8 +18,8 @@ from .shapes import infer
 __all__ = ["LazyKernels", "freeze", "param_key"]
 
 _ATOMS = (int, float, str, bool, type(None), type(Ellipsis), np.dtype)
-# Values a parameter key may hold as they are: exact types (np.float64 is a
-# float subclass that freeze() tells apart from float, so it is not here).
+# Values a parameter key may hold as they are, by exact type: a NumPy scalar
+# (np.float64 subclasses float) goes through freeze() and so keys apart.
 _PLAIN = frozenset((int, float, str, bool, type(None), type(Ellipsis), DType))
 _interned: dict = {}
 # Kernels whose result is their input when its shape and dtype come out unchanged.
@@ -113,11 +113,6 @@ class LazyKernels:
             )
         record = graph.record
 
-        def recorder(*inputs, **params):
-            pkey, params = param_key(params) if params else ((), params)
-            shape, dtype = infer(name, pkey, params, inputs)
-            return record(name, inputs, params, pkey, shape, dtype)
-
         if name in _UNCHANGED_WHEN_SAME:
             def recorder(x, **params):
                 # A cast to the dtype it has, a reshape or broadcast to the shape it
@@ -127,6 +122,11 @@ class LazyKernels:
                 if shape == x.shape and dtype == x.dtype:
                     return x
                 return record(name, (x,), params, pkey, shape, dtype)
+        else:
+            def recorder(*inputs, **params):
+                pkey, params = param_key(params) if params else ((), params)
+                shape, dtype = infer(name, pkey, params, inputs)
+                return record(name, inputs, params, pkey, shape, dtype)
 
         recorder.__name__ = name
         # Cache on the instance: __getattr__ runs once per kernel name.
