@@ -50,7 +50,7 @@ class Trace:
 
     def process(self, primitive, args, params):
         """``primitive(*args, **params)`` where some arguments are this trace's tracers."""
-        raise NotImplementedError  # each engine defines how it records or pushes a primitive
+        raise NotImplementedError  # abstract: ReverseTrace records, ForwardTrace pushes tangents
 
     def process_binary(self, primitive, x, y):
         """``process`` of a two-operand op without parameters (arithmetic, matmul).
