@@ -7,15 +7,9 @@ import numpy as np
 from . import dtypes as _dtypes
 from ._sizes import shape as _shape
 from ._sizes import size as _size
-from .backends.base import current_backend, get_backend_object
-from .tensor import Tensor
+from .tensor import Tensor, from_numpy
 
 __all__ = ["arange", "eye", "full", "ones", "ones_like", "zeros", "zeros_like"]
-
-
-def _from_numpy(array: np.ndarray, dtype, backend=None) -> Tensor:
-    backend = backend or current_backend()
-    return Tensor._wrap(backend.asarray(array, dtype), backend)
 
 
 def full(shape, value, dtype=None) -> Tensor:
@@ -32,7 +26,7 @@ def full(shape, value, dtype=None) -> Tensor:
 
 def _full(shape: tuple[int, ...], value, dtype) -> Tensor:
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.as_dtype(type(value))
-    return _from_numpy(np.full(shape, value, dtype=dtype.numpy), dtype)
+    return from_numpy(np.full(shape, value, dtype=dtype.numpy), dtype)
 
 
 def zeros(shape, dtype=_dtypes.float32) -> Tensor:
@@ -63,8 +57,7 @@ def _like(t, value, dtype):
     if not isinstance(t, Tensor):
         return 0.0 * value if isinstance(t, float | int) else full(np.shape(t), value, dtype)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else t.dtype
-    backend = get_backend_object(t.backend)
-    return _from_numpy(np.full(t.shape, value, dtype=dtype.numpy), dtype, backend)
+    return from_numpy(np.full(t.shape, value, dtype=dtype.numpy), dtype, like=t)
 
 
 def zeros_like(t, dtype=None) -> Tensor:
@@ -106,7 +99,7 @@ def arange(start, stop=None, step=1, dtype=None) -> Tensor:
         is_int = all(isinstance(v, int | np.integer) for v in (start, stop, step))
         dtype = _dtypes.int32 if is_int else _dtypes.float32
     dtype = _dtypes.as_dtype(dtype)
-    return _from_numpy(np.arange(start, stop, step, dtype=dtype.numpy), dtype)
+    return from_numpy(np.arange(start, stop, step, dtype=dtype.numpy), dtype)
 
 
 def eye(n: int, m: int | None = None, dtype=_dtypes.float32) -> Tensor:
@@ -121,4 +114,4 @@ def eye(n: int, m: int | None = None, dtype=_dtypes.float32) -> Tensor:
     dtype = _dtypes.as_dtype(dtype)
     n = _size(n, "n", "eye", 0)
     m = None if m is None else _size(m, "m", "eye", 0)
-    return _from_numpy(np.eye(n, m, dtype=dtype.numpy), dtype)
+    return from_numpy(np.eye(n, m, dtype=dtype.numpy), dtype)

@@ -18,8 +18,7 @@ import numpy as np
 from . import dtypes as _dtypes
 from . import random as _random
 from ._sizes import shape as _shape
-from .creation import _from_numpy
-from .tensor import Tensor
+from .tensor import Tensor, from_numpy
 
 __all__ = [
     "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal",
@@ -43,7 +42,7 @@ def _tensor(values: np.ndarray, dtype) -> Tensor:
     dtype = _dtypes.as_dtype(dtype)
     if not dtype.is_floating:
         raise TypeError(f"initializers make floating tensors; got dtype {dtype}. Pass a float dtype.")
-    return _from_numpy(values.astype(dtype.numpy), dtype)
+    return from_numpy(values.astype(dtype.numpy), dtype)
 
 
 def _truncated(shape, stddev, mean, seed) -> np.ndarray:

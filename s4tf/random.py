@@ -10,8 +10,7 @@ import numpy as np
 
 from . import dtypes as _dtypes
 from ._sizes import shape as _shape
-from .creation import _from_numpy
-from .tensor import Tensor
+from .tensor import Tensor, from_numpy
 
 __all__ = ["generator", "get_state", "normal", "randint", "seed", "set_state", "uniform"]
 
@@ -56,7 +55,7 @@ def _drawn(draw, dtype, seed) -> Tensor:
     def host_values():
         return draw().astype(dtype.numpy)
 
-    tensor = _from_numpy(host_values(), dtype)
+    tensor = from_numpy(host_values(), dtype)
     if seed is None and draw_listener is not None:
         draw_listener(tensor, host_values)
     return tensor

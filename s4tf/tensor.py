@@ -18,10 +18,10 @@ import numbers
 import numpy as np
 
 from . import dtypes as _dtypes
-from .backends.base import current_backend, get_backend_object
+from .backends.base import Backend, current_backend, get_backend_object
 from .non_differentiable import NonDifferentiableError
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "from_numpy"]
 
 _DTYPES = _dtypes._BY_NUMPY
 
@@ -64,6 +64,51 @@ def _read_only(host: np.ndarray) -> np.ndarray:
     size = host.dtype.itemsize
     raw = host.view(np.dtype(f"u{size}" if size in (1, 2, 4, 8) else f"V{size}"))
     return np.asarray(memoryview(raw).toreadonly()).view(host.dtype)
+
+
+def from_numpy(array, dtype=None, *, like=None) -> Tensor:
+    """A new tensor holding a copy of NumPy ``array``, on the backend of ``like``.
+
+    The one way s4tf's own packages turn host numbers (random draws, masks,
+    loaded checkpoints, constants an op needs) into a tensor, so that it lands
+    where the tensors it meets live, whatever the current backend is. It is a
+    contract between s4tf's packages rather than user API: users write
+    ``s4tf.Tensor(array)`` (current backend) or ``t.to(name)``.
+
+    Parameters
+    ----------
+    array : numpy.ndarray or scalar
+        Copied (and cast to ``dtype``); the tensor never shares its memory.
+    dtype : DType or str, optional
+        The tensor's dtype; ``array``'s own dtype when omitted.
+    like : Tensor or Backend, optional
+        The new tensor goes on this tensor's backend (or on this
+        :class:`~s4tf.backends.base.Backend`); on the current backend when
+        omitted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import s4tf
+    >>> from s4tf.tensor import from_numpy
+    >>> x = s4tf.ones([2])
+    >>> y = from_numpy(np.arange(3), s4tf.float32, like=x)
+    >>> y.tolist(), y.dtype, y.backend == x.backend
+    ([0.0, 1.0, 2.0], float32, True)
+    """
+    if like is None:
+        backend = current_backend()
+    elif isinstance(like, Tensor):
+        backend = like._backend
+    elif isinstance(like, Backend):
+        backend = like
+    else:
+        raise TypeError(
+            f"from_numpy(like=...) takes a Tensor or a backend object; received "
+            f"{type(like).__name__}. Pass the tensor whose backend the new one should share."
+        )
+    dtype = _dtypes.as_dtype(dtype if dtype is not None else np.asarray(array).dtype)
+    return Tensor._wrap(backend.asarray(array, dtype), backend)
 
 
 class Tensor:
@@ -260,8 +305,7 @@ class Tensor:
         target = get_backend_object(backend)
         if target is self._backend:
             return self
-        host = np.asarray(self.numpy())
-        return Tensor._wrap(target.asarray(host, self.dtype), target)
+        return from_numpy(np.asarray(self.numpy()), self.dtype, like=target)
 
     def sequenced(self, *layers):
         """Feed this tensor through each layer in turn (S4TF's ``sequenced(through:)``).

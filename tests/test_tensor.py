@@ -131,6 +131,27 @@ def test_mixing_backends_names_both():
         a + b
 
 
+# Issue 19, item 4: one constructor turns host numbers into a tensor beside another.
+@pytest.mark.parametrize("other", ["cupy", "xla"])
+def test_from_numpy_lands_on_the_backend_of_like(other):
+    from s4tf.backends.base import get_backend_object
+    from s4tf.tensor import from_numpy
+
+    if other == "xla":
+        pytest.importorskip("jax")
+    with s4tf.backend(other):
+        x = s4tf.ones([2], dtype=s4tf.float64)
+    source = np.array([1, 2, 3])
+    y = from_numpy(source, s4tf.float32, like=x)      # the current backend is naive
+    source[0] = 9
+    assert (y.backend, y.dtype, y.tolist()) == (other, s4tf.float32, [1.0, 2.0, 3.0])
+    z = from_numpy(np.zeros(2, np.int32), like=get_backend_object(other))
+    assert (z.backend, z.dtype) == (other, s4tf.int32)
+    assert from_numpy(np.ones(1)).backend == "naive"
+    with pytest.raises(TypeError, match=r"like=.*received str.*Pass the tensor"):
+        from_numpy(np.ones(1), like=other)
+
+
 # Issue 10, item 2: no public route to a tensor's storage can be made writeable.
 def _storage_routes(t):
     return {

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..creation import ones_like, zeros_like
 from ..ops.tracer import Tracer, innermost, is_float_like, strip
-from ..tensor import Tensor
+from ..tensor import Tensor, from_numpy
 from ..tree import is_zero, tree_flatten, tree_map
 from ..tree.flatten import _LEAF_DEF
 from .diagnostics import warn_zero_derivative
@@ -63,10 +63,10 @@ def _filled(tensor, value):
     ``zeros_like``/``ones_like`` without their generic dispatch, for plain Tensors:
     every gradient starts from one such seed and ends with one per unreached point.
     """
-    backend, dtype, shape = tensor._backend, tensor.dtype, tuple(tensor._data.shape)
+    dtype, shape = tensor.dtype, tuple(tensor._data.shape)
     # np.full is a Python-level helper; a 0-d seed (a loss) needs only np.array.
     host = np.full(shape, value, dtype.numpy) if shape else np.array(value, dtype.numpy)
-    return Tensor._wrap(backend.asarray(host, dtype), backend)
+    return from_numpy(host, dtype, like=tensor)
 
 
 def _finish(tangent, primal):

@@ -16,9 +16,7 @@ import stat
 
 import numpy as np
 
-from ..creation import _from_numpy
-from ..dtypes import as_dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, from_numpy
 from .atomic import write_atomically
 from .key_report import mismatch_lines
 from .structure import CheckpointError, decode, encode
@@ -204,13 +202,13 @@ def restore(structure, arrays: dict, like, path, prefix: str = ""):
 
     def make_tensor(array, key):
         template = expected[key]
-        return _from_numpy(array, as_dtype(array.dtype), backend=template._backend)
+        return from_numpy(array, like=template)
 
     return decode(like_structure, arrays, make_tensor, objects=objects)
 
 
 def _tensor_on_current_backend(array, key):
-    return _from_numpy(array, as_dtype(array.dtype))
+    return from_numpy(array)
 
 
 def _spec(value) -> tuple[tuple[int, ...], str]:

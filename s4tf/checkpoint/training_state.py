@@ -7,9 +7,7 @@ from typing import Any, NamedTuple
 
 from .. import random as _random
 from ..backends.base import current_backend
-from ..creation import _from_numpy
-from ..dtypes import as_dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, from_numpy
 from ..tree import tree_leaves
 from .files import _json, encode_into, read_file, restore, under, write_file
 from .structure import CheckpointError, decode, is_finite_json
@@ -117,7 +115,7 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
         state = decode(
             _json(metadata, "optimizer", path),
             under(arrays, _OPTIMIZER),
-            lambda array, key: _from_numpy(array, as_dtype(array.dtype), backend=backend),
+            lambda array, key: from_numpy(array, like=backend),
         )
         optimizer.load_state_dict(state)
     try:

@@ -8,14 +8,15 @@ cell over a list of steps. Layouts and field names are S4TF's.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as _dtypes
 from .._sizes import sizes
-from ..creation import zeros as _zeros
 from ..differentiable import Differentiable
 from ..initializers import glorot_uniform, zeros
 from ..ops import concat, matmul, sigmoid, split, tanh
 from ..ops.shapes import shape_of
-from ..tensor import Tensor
+from ..tensor import Tensor, from_numpy
 from .layer import Layer, check_input_shape
 
 __all__ = ["GRUCell", "LSTMCell", "SimpleRNNCell"]
@@ -24,8 +25,7 @@ __all__ = ["GRUCell", "LSTMCell", "SimpleRNNCell"]
 def _zero_state_like(weight, batch_size: int, hidden_size: int):
     # On the weight's backend and dtype, so a model moved to another backend
     # starts its sequences there too.
-    state = _zeros((batch_size, hidden_size), dtype=weight.dtype)
-    return state if state.backend == weight.backend else state.to(weight.backend)
+    return from_numpy(np.zeros((batch_size, hidden_size)), weight.dtype, like=weight)
 
 
 def _check_step(cell, input, state_hidden):

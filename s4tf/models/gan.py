@@ -5,13 +5,14 @@ from __future__ import annotations
 from .. import layers
 from .. import random as _random
 from ..activations import identity, leaky_relu, tanh
-from ..creation import _from_numpy, ones_like, zeros_like
+from ..creation import ones_like, zeros_like
 from ..differentiable import no_derivative
 from ..layers import Layer
 from ..layers.layer import check_input_shape
 from ..losses import sigmoid_cross_entropy
 from ..ops import reshape
 from ..ops.shapes import shape_of
+from ..tensor import from_numpy
 from ..tree import tree_leaves
 
 __all__ = ["DCGAN", "DCGANDiscriminator", "DCGANGenerator", "GAN", "GANDiscriminator",
@@ -62,7 +63,7 @@ class _Adversarial(Layer):
         """
         like = tree_leaves(self.generator, differentiable=True)[0]
         draws = _random.generator(seed).standard_normal((batch_size, self.latent_size))
-        return _from_numpy(draws.astype(like.dtype.numpy), like.dtype, backend=like._backend)
+        return from_numpy(draws, like.dtype, like=like)
 
     def __call__(self, noise):
         """Generated images for ``noise`` ``(batch, latent_size)`` (``generator(noise)``)."""

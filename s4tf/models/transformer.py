@@ -10,7 +10,6 @@ import numpy as np
 from .. import layers
 from .. import random as _random
 from ..activations import gelu
-from ..creation import _from_numpy
 from ..differentiable import no_derivative
 from ..dtypes import int32 as _int32
 from ..layers import Layer
@@ -19,7 +18,7 @@ from ..learning_phase import inference
 from ..ops import matmul, reshape, split, transpose
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.shapes import shape_of
-from ..tensor import Tensor
+from ..tensor import Tensor, from_numpy
 
 __all__ = ["CausalSelfAttention", "TransformerBlock", "TransformerLM"]
 
@@ -311,8 +310,8 @@ class TransformerLM(Layer):
                 "tokens (generate() does this for you)."
             )
         # On the model's backend, whatever the current default backend is.
-        positions = _from_numpy(np.arange(length, dtype=np.int32), _int32,
-                                backend=self.position_embedding.embeddings._backend)
+        positions = from_numpy(np.arange(length, dtype=np.int32), _int32,
+                               like=self.position_embedding.embeddings)
         h = self.embedding_dropout(self.token_embedding(tokens) + self.position_embedding(positions))
         for block in self.blocks:
             h = block(h)
@@ -373,14 +372,14 @@ class TransformerLM(Layer):
                              f"top_k={top_k}.")
         rng = _random.generator(seed)
         tokens = np.atleast_2d(ids).astype(np.int32)
-        backend = self.token_embedding.embeddings._backend
+        embeddings = self.token_embedding.embeddings
         with inference():
             for _ in range(steps):
-                window = _from_numpy(tokens[:, -self.context:], _int32, backend=backend)
+                window = from_numpy(tokens[:, -self.context:], _int32, like=embeddings)
                 logits = self(window).numpy()[:, -1, :].astype(np.float64)
                 tokens = np.concatenate([tokens, _sample(logits, temperature, top_k, rng)], axis=1)
         out = tokens if ids.ndim == 2 else tokens[0]
-        return _from_numpy(np.ascontiguousarray(out), _int32, backend=backend)
+        return from_numpy(np.ascontiguousarray(out), _int32, like=embeddings)
 
 
 def _sample(logits: np.ndarray, temperature: float, top_k: int | None, rng) -> np.ndarray:

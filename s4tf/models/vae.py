@@ -7,12 +7,11 @@ import typing
 from .. import layers
 from .. import random as _random
 from ..activations import relu
-from ..creation import _from_numpy
 from ..layers import Layer
 from ..losses import sigmoid_cross_entropy
 from ..ops import exp
 from ..ops.shapes import shape_of
-from ..tensor import Tensor
+from ..tensor import Tensor, from_numpy
 
 __all__ = ["VAE", "VAEOutput", "vae_loss"]
 
@@ -107,7 +106,7 @@ class VAE(Layer):
         # carry the gradient (the reparameterisation trick).
         draws = _random.generator(seed).standard_normal(shape_of(mean))
         # On the backend of the model, whatever the current default backend is.
-        noise = _from_numpy(draws.astype(mean.dtype.numpy), mean.dtype, backend=mean._backend)
+        noise = from_numpy(draws, mean.dtype, like=mean)
         code = mean + exp(log_variance * 0.5) * noise
         return VAEOutput(self.decode(code), mean, log_variance, code)
 

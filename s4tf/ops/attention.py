@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..creation import _from_numpy
+from ..tensor import from_numpy
 from .elementwise import logical_and, where
 from .linalg import matmul
 from .shapes import shape_of, transpose
@@ -75,7 +75,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = Fa
     if causal:
         lower = np.tril(np.ones((q_shape[-2], k_shape[-2]), dtype=bool))
         # On the scores' backend, whatever the current default backend is.
-        causal_mask = _from_numpy(lower, _dtypes.bool_, backend=scores._backend)
+        causal_mask = from_numpy(lower, _dtypes.bool_, like=scores)
         allowed = causal_mask if allowed is None else logical_and(allowed, causal_mask)
     if allowed is not None:
         scores = where(allowed, scores, _MASKED)

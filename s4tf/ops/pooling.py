@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..tensor import from_numpy
 from .linalg import matmul
 from .primitive import primitive
 from .reductions import max as _reduce_max
@@ -103,8 +103,7 @@ def _avg_pool(x, n, pool_size, strides, padding, op):
         return total / float(np.prod(window))
     # TF's "same" average divides by the real elements only: a constant per position.
     counts = _counts(shape[1:-1], window, strides, pads)
-    backend = x._backend
-    return total / Tensor._wrap(backend.asarray(counts, x.dtype), backend)
+    return total / from_numpy(counts, x.dtype, like=x)
 
 
 def _make_pool(kind, n):
@@ -242,10 +241,9 @@ def adaptive_avg_pool2d(input, output_size):
     out_height, out_width = expand(output_size, 2, "output_size", op)
     if (out_height, out_width) == (height, width):
         return input  # every bin is one element
-    backend = input._backend
 
     def constant(matrix):
-        return Tensor._wrap(backend.asarray(matrix, input.dtype), backend)
+        return from_numpy(matrix, input.dtype, like=input)
 
     rows = constant(_bin_means(height, out_height))       # (out_h, H)
     columns = constant(_bin_means(width, out_width).T)    # (W, out_w)
