@@ -189,7 +189,7 @@ class _Cotangents:
         elif node not in owned and type(current) is Tensor:
             backend = current._backend
             if backend.supports_inplace:
-                current = Tensor._wrap(backend.xp.array(current._data, copy=True), backend)
+                current = Tensor._wrap(backend.copy(current._data), backend)
             values[node] = current
             owned.add(node)
         if node in owned and update.add_into(current):

@@ -34,6 +34,9 @@ class ArrayModuleBackend(Backend):
         out = self.xp.array(value, dtype=dtype.numpy if hasattr(dtype, "numpy") else dtype)
         return out
 
+    def copy(self, data):
+        return self.xp.array(data, copy=True)
+
     def to_numpy(self, data):
         if self.xp is np:
             return data

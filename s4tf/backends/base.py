@@ -29,12 +29,26 @@ _load_lock = threading.Lock()
 class Backend:
     """What every backend provides. Subclasses fill these in; see ``array_module_backend.py``.
 
+    Code outside ``backends/`` uses only what this class declares: the
+    attributes below and the methods that follow (``asarray``, ``to_numpy``,
+    ``copy``, ...). Every backend defines each of them.
+
     Attributes
     ----------
     name : str
         ``"naive"``, ``"cupy"`` or ``"xla"``.
     kernels : object
         One method per primitive, taking and returning backend arrays.
+    array_type : type
+        The type of this backend's arrays (``numpy.ndarray``, ``cupy.ndarray``,
+        the lazy backend's ``LazyArray``); a tensor's storage is one of these.
+        In-place paths check it before writing a buffer, since a tensor may
+        also hold a foreign array (a NumPy scalar, another module's array).
+    xp : module or None
+        The NumPy-compatible array module the eager backends' kernels are
+        written against (``numpy``, ``cupy``); ``None`` on the lazy backend,
+        whose arrays are graph nodes. Kernels use it; other code calls the
+        methods below instead.
     supports_inplace : bool
         Whether ``add_inplace`` / ``index_add_inplace`` may write into a buffer
         (eager backends); the lazy backend builds new values instead.
@@ -49,6 +63,8 @@ class Backend:
 
     name: str = "?"
     kernels = None
+    array_type: type  # each backend sets it; no default, so a backend that forgets fails loudly
+    xp = None
     supports_inplace = False
     lazy = False
     compiles_per_shape = False
@@ -59,6 +75,15 @@ class Backend:
 
     def to_numpy(self, data):
         """The host NumPy array for backend array ``data`` (may share memory)."""
+        raise NotImplementedError  # abstract: each backend defines it
+
+    def copy(self, data):
+        """A backend array equal to ``data`` that nobody else refers to.
+
+        Eager backends give a fresh buffer the caller may write in place
+        (``add_inplace``); the lazy backend, whose arrays are never written,
+        may return ``data`` itself.
+        """
         raise NotImplementedError  # abstract: each backend defines it
 
     def scalar(self, value, dtype):

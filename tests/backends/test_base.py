@@ -38,3 +38,37 @@ def test_a_broken_import_inside_s4tf_is_not_blamed_on_a_package(monkeypatch):
     with pytest.raises(ImportError) as info:
         base.get_backend_object("cupy")
     assert info.value is broken and "pip install" not in str(info.value)
+
+
+# Issue 19, item 4: what code outside backends/ uses is declared on Backend and
+# defined by every backend.
+@pytest.mark.parametrize("name", base.BACKEND_NAMES)
+def test_every_backend_defines_what_base_declares(name):
+    import numpy as np
+
+    from s4tf import dtypes
+
+    if name == "xla":
+        pytest.importorskip("jax")
+    backend = base.get_backend_object(name)
+    data = backend.asarray(np.array([1.0, 2.0]), dtypes.float32)
+    assert isinstance(data, backend.array_type)
+    copied = backend.copy(data)
+    assert isinstance(copied, backend.array_type)
+    assert backend.to_numpy(copied).tolist() == [1.0, 2.0]
+    if backend.supports_inplace:
+        assert backend.xp is not None and backend.owns_storage(copied)
+        backend.add_inplace(copied, backend.asarray(np.ones(2), dtypes.float32))
+        assert backend.to_numpy(data).tolist() == [1.0, 2.0]  # the copy was its own buffer
+    else:
+        assert backend.xp is None
+
+
+def test_a_backend_that_forgets_array_type_fails_loudly():
+    class Incomplete(base.Backend):
+        name = "incomplete"
+
+    with pytest.raises(AttributeError, match="array_type"):
+        getattr(Incomplete(), "array_type")  # noqa: B009  (the read is the test)
+    with pytest.raises(NotImplementedError):
+        Incomplete().copy(None)

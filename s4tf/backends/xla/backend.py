@@ -43,6 +43,7 @@ class XLABackend(Backend):
     lazy = True
     compiles_per_shape = True
     array_type = LazyArray
+    xp = None  # no array module: kernels record graph nodes (recording.py)
 
     def __init__(self) -> None:
         self.kernels = LazyKernels()
@@ -68,6 +69,11 @@ class XLABackend(Backend):
         if array_listener is not None:
             array_listener(value, array)
         return array
+
+    def copy(self, data: LazyArray) -> LazyArray:
+        # A lazy array is never written in place, so sharing it is as good as a
+        # copy; a buffer two tensors hold is never donated.
+        return data
 
     def to_numpy(self, data: LazyArray) -> np.ndarray:
         if data.op is not None:
