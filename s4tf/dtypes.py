@@ -86,8 +86,11 @@ _BY_NAME = {
     d.name: d for d in (float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool_)
 }
 _BY_NAME["bool_"] = bool_
-# The hot path: Tensor.dtype maps a NumPy dtype to its DType on every call.
-_BY_NUMPY = {d.numpy: d for d in _BY_NAME.values() if d.numpy.kind != "V"}
+# The DType of each NumPy dtype (bfloat16 aside), for the hot paths that map a
+# backend array's dtype to its DType on every call (Tensor.dtype, the tracer's
+# dtype, reverse mode's "is it differentiable"): a dict lookup, no call.
+# Shared within s4tf, not part of the public API (not in __all__).
+BY_NUMPY = {d.numpy: d for d in _BY_NAME.values() if d.numpy.kind != "V"}
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
 
 
@@ -101,7 +104,7 @@ def as_dtype(value) -> DType:
     """
     if isinstance(value, DType):
         return value
-    found = _BY_NUMPY.get(value) if isinstance(value, np.dtype) else None
+    found = BY_NUMPY.get(value) if isinstance(value, np.dtype) else None
     if found is not None:
         return found
     if value in _PY_TYPES and isinstance(value, type):

@@ -23,11 +23,23 @@ from .non_differentiable import NonDifferentiableError
 
 __all__ = ["Tensor", "from_numpy"]
 
-_DTYPES = _dtypes._BY_NUMPY
+_DTYPES = _dtypes.BY_NUMPY
 
 
-def _infer_dtype(data) -> _dtypes.DType:
-    """float32 for Python floats, int32 for Python ints, NumPy's own dtype otherwise."""
+def infer_dtype(data) -> _dtypes.DType:
+    """The dtype ``Tensor(data)`` gets: float32 for Python floats, int32 for Python ints,
+    bool for bools, NumPy's own dtype for arrays.
+
+    Shared with the op library (``ops/tensor_methods.py``), which infers the
+    dtype of values meeting a tensor the same way; not in ``__all__``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from s4tf.tensor import infer_dtype
+    >>> infer_dtype([1, 2]), infer_dtype(2.5), infer_dtype(np.zeros(2, np.float16))
+    (int32, float32, float16)
+    """
     if isinstance(data, np.ndarray | np.generic):
         if data.dtype.kind == "U" or data.dtype == object:
             raise TypeError(f"Tensor cannot hold {data.dtype} data; pass numbers.")
@@ -147,7 +159,7 @@ class Tensor:
         else:
             backend = current_backend()
             try:
-                dtype = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+                dtype = _dtypes.as_dtype(dtype) if dtype is not None else infer_dtype(data)
                 if isinstance(data, list | tuple):
                     source = [x.numpy() if isinstance(x, Tensor) else x for x in data]
                     source = np.asarray(source, dtype=dtype.numpy)

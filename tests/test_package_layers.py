@@ -1,5 +1,8 @@
 """The package's layers (HOW_IT_WORKS, "Layers"): every import runs down them.
 
+And no unit reads another unit's private names: what units share has a name
+without a leading underscore in its home module.
+
 The imports are read from the source, so one written anywhere in a file counts,
 inside a function too. A module may import its own package and the layers below
 its own; nothing imports upward, and no modules import each other in a circle
@@ -17,6 +20,14 @@ import pytest
 import s4tf
 
 PACKAGE = Path(s4tf.__file__).parent
+
+# TEMPORARY allow-list, to be emptied by the lead at merge: these files are being
+# restructured by another engineer ("corridors"), who removes their private
+# imports there. (file under s4tf/, private name it reads from another unit).
+PRIVATE_NAMES_ALLOWED_UNTIL_CORRIDORS_MERGE = {
+    ("capture/step.py", "s4tf.backends.xla.counters._describe_change"),
+    ("summary.py", "s4tf.layers.layer._probe"),
+}
 
 # Bottom first. A unit is a top-level module or subpackage of s4tf.
 LAYERS = [
@@ -39,27 +50,77 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _package_of(path: Path) -> str:
+    name = module_name(path)
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module an ``ImportFrom`` reads from."""
+    base = package.split(".")
+    if node.level:
+        base = base[: len(base) - node.level + 1]
+        return ".".join(base + [node.module]) if node.module else ".".join(base)
+    return node.module or ""
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def imported_modules(path: Path, package: str | None = None) -> set[str]:
     """The s4tf modules ``path`` imports anywhere in the file, as absolute dotted names.
 
     ``from . import x`` names the module ``x`` when it is one, else the package.
     """
     if package is None:
-        name = module_name(path)
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        package = _package_of(path)
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            base = package.split(".")
-            if node.level:
-                base = base[: len(base) - node.level + 1]
-            module = ".".join(base + [node.module]) if node.level and node.module else (
-                ".".join(base) if node.level else node.module or "")
+            module = _from_module(node, package)
             for alias in node.names:
                 found.add(_existing(f"{module}.{alias.name}") or module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return {name for name in found if name.split(".")[0] == "s4tf"}
+
+
+def private_names_read(path: Path, package: str | None = None) -> list[tuple[int, str]]:
+    """``(line, "s4tf.module._name")`` for each private name ``path`` reads from another unit.
+
+    Two spellings are seen: ``from x import _name`` and ``module._name`` where
+    ``module`` was bound by an import of an s4tf module (``from .. import
+    dtypes as _dtypes`` then ``_dtypes._BY_NUMPY``). A unit may read its own
+    private names.
+    """
+    if package is None:
+        package = _package_of(path)
+    here = unit_of(f"{package}.{path.stem}" if path.name != "__init__.py" else package)
+    tree = ast.parse(path.read_text())
+    modules: dict[str, str] = {}  # local name -> the s4tf module it is bound to
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = _from_module(node, package)
+            if module.split(".")[0] != "s4tf":
+                continue
+            for alias in node.names:
+                as_module = _existing(f"{module}.{alias.name}")
+                if as_module:
+                    modules[alias.asname or alias.name] = as_module
+                if _is_private(alias.name) and unit_of(as_module or module) != here:
+                    found.append((node.lineno, f"{module}.{alias.name}"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name.split(".")[0] == "s4tf":
+                    modules[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules and _is_private(node.attr)
+                and unit_of(modules[node.value.id]) != here):
+            found.append((node.lineno, f"{modules[node.value.id]}.{node.attr}"))
+    return sorted(found)
 
 
 def _existing(name: str) -> str | None:
@@ -92,6 +153,18 @@ def test_imports_run_down_the_layers(path):
     assert not upward, (
         f"{path.relative_to(PACKAGE)} (layer {LAYERS[LAYER_OF[here]][0]!r}) imports {upward}, "
         "which are not below it; move the shared piece down or the importer up"
+    )
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_unit_reads_another_units_private_names(path):
+    where = str(path.relative_to(PACKAGE))
+    read = [(line, name) for line, name in private_names_read(path)
+            if (where, name) not in PRIVATE_NAMES_ALLOWED_UNTIL_CORRIDORS_MERGE]
+    assert not read, "\n".join(
+        f"s4tf/{where}:{line} reads {name.rpartition('.')[2]!r} of {name.rpartition('.')[0]}, "
+        "a private name of another unit; give it a name without the underscore in its "
+        "home module (documented there) and import that" for line, name in read
     )
 
 
@@ -156,3 +229,18 @@ def test_the_reader_sees_imports_inside_functions_and_relative_modules(tmp_path)
 def test_a_circle_is_found():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert [c for c in _strongly_connected(graph) if len(c) > 1] == [["a", "b", "c"]]
+
+
+def test_the_private_name_reader_sees_both_spellings_and_spares_the_own_unit(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from .. import dtypes as _dtypes\n"
+        "from ..tensor import Tensor, _hidden\n"
+        "from .shapes import _own\n"
+        "def f():\n"
+        "    from ..tree.flatten import _LATE\n"
+        "    return _dtypes._TABLE, _dtypes.as_dtype, Tensor._wrap\n"
+    )
+    found = private_names_read(probe, package="s4tf.ops")
+    assert found == [(2, "s4tf.tensor._hidden"), (5, "s4tf.tree.flatten._LATE"),
+                     (6, "s4tf.dtypes._TABLE")]

@@ -15,7 +15,7 @@ from ..creation import ones_like, zeros_like
 from ..ops.tracer import Tracer, innermost, is_float_like, strip
 from ..tensor import Tensor, from_numpy
 from ..tree import is_zero, tree_flatten, tree_map
-from ..tree.flatten import _LEAF_DEF
+from ..tree.flatten import LEAF_DEF
 from .diagnostics import warn_zero_derivative
 from .forward import ForwardTrace, ForwardTracer
 from .reverse import ReverseTrace, ReverseTracer, backward
@@ -104,7 +104,7 @@ def value_with_pullback(*points, of):
     for i, point in enumerate(points):
         if type(point) is Tensor and point.dtype.is_floating:
             tracer = trace.new_leaf(point)  # one tensor: its own leaf, nothing to flatten
-            inputs.append((_LEAF_DEF, [tracer]))
+            inputs.append((LEAF_DEF, [tracer]))
             traced_points.append(tracer)
             continue
         leaves, treedef = _flatten_point(point, i)
@@ -114,7 +114,7 @@ def value_with_pullback(*points, of):
     result = of(*traced_points)
     if type(result) is ReverseTracer and result._trace is trace:
         # The common case, a traced tensor or float, needs no flattening.
-        out_def, ours, value, roots = _LEAF_DEF, (True,), result._primal, [result._node]
+        out_def, ours, value, roots = LEAF_DEF, (True,), result._primal, [result._node]
     else:
         out_leaves, out_def = tree_flatten(result, differentiable=True)
         ours = [isinstance(leaf, ReverseTracer) and leaf._trace is trace for leaf in out_leaves]
@@ -125,7 +125,7 @@ def value_with_pullback(*points, of):
             warn_zero_derivative(getattr(of, "__name__", "function"))
 
     def pullback(cotangent):
-        if out_def is _LEAF_DEF and ours[0]:  # one traced result: its seed, unless a zero
+        if out_def is LEAF_DEF and ours[0]:  # one traced result: its seed, unless a zero
             seeds = [None if is_zero(cotangent) else cotangent]
         else:
             seeds_all = out_def.tangent_leaves(cotangent)

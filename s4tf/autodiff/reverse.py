@@ -14,11 +14,12 @@ import itertools
 import operator
 
 from ..creation import zeros_like
+from ..dtypes import BY_NUMPY
 from ..ops.broadcasting import sum_to_shape
 from ..ops.indexing import IndexAdd
 from ..ops.shapes import shape_of
 from ..ops.tracer import Trace, Tracer, innermost
-from ..tensor import _DTYPES, Tensor
+from ..tensor import Tensor
 
 __all__ = ["Node", "ReverseTrace", "ReverseTracer", "backward"]
 
@@ -48,7 +49,7 @@ class ReverseTracer(Tracer):
 
 def _is_differentiable_value(value) -> bool:
     if type(value) is Tensor:  # Tensor.dtype without the property's frame
-        dtype = _DTYPES.get(value._data.dtype)
+        dtype = BY_NUMPY.get(value._data.dtype)
         return (dtype if dtype is not None else value.dtype).is_floating
     value = innermost(value)
     if isinstance(value, Tensor):

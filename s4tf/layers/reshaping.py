@@ -86,10 +86,10 @@ class _ZeroPadding(Layer):
 
 
 def _validate_padding(padding, n, name):
-    from ..ops.resampling import _pairs
+    from ..ops.resampling import zero_padding_pairs
 
     try:
-        _pairs(padding, n, name)
+        zero_padding_pairs(padding, n, name)
     except ValueError as error:
         raise ValueError(str(error)) from None
 

@@ -22,8 +22,18 @@ def _upsample(x, n, size, op):
     return reshape(out, (shape[0],) + tuple(s * k for s, k in zip(shape[1:-1], size, strict=True)) + (shape[-1],))
 
 
-def _pairs(padding, n, op):
-    """``padding`` as one ``(before, after)`` pair per spatial axis."""
+def zero_padding_pairs(padding, n, op):
+    """A zero padding's ``padding`` as one ``(before, after)`` pair per spatial axis.
+
+    Shared by the ``zero_padding*d`` ops and the ``ZeroPadding*`` layers, which
+    validate it at construction; ``op`` names the caller in the error.
+
+    Examples
+    --------
+    >>> from s4tf.ops.resampling import zero_padding_pairs
+    >>> zero_padding_pairs(1, 2, "zero_padding2d"), zero_padding_pairs([1, 2], 2, "zero_padding2d")
+    (((1, 1), (1, 1)), ((1, 1), (2, 2)))
+    """
     error = ValueError(
         f"{op}: padding must be an int, {n} ints (symmetric per axis), or {n} (before, after) "
         f"pairs of non-negative ints{' (or one pair for the one axis)' if n == 1 else ''}; "
@@ -47,7 +57,7 @@ def _pairs(padding, n, op):
 
 def _zero_pad(x, n, padding, op):
     check_input(x, n, op)
-    return pad(x, ((0, 0),) + _pairs(padding, n, op) + ((0, 0),))
+    return pad(x, ((0, 0),) + zero_padding_pairs(padding, n, op) + ((0, 0),))
 
 
 def _make(kind, n):

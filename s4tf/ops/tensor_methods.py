@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .. import dtypes as _dtypes
 from ..non_differentiable import non_differentiable
-from ..tensor import Tensor, _infer_dtype
+from ..tensor import Tensor, infer_dtype
 from . import numpy_functions
 from .elementwise import (
     abs,
@@ -359,7 +359,7 @@ def _first_dtype(data) -> _dtypes.DType:
         first = first[0]
     if isinstance(first, Tensor) and first._traced:
         return _dtypes.float32 if is_float_like(first) else first.dtype
-    return _infer_dtype(data)
+    return infer_dtype(data)
 
 
 METHODS = {

@@ -22,8 +22,9 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..backends.base import get_backend, get_backend_object
+from ..dtypes import BY_NUMPY
 from ..non_differentiable import non_differentiable
-from ..tensor import _DTYPES, Tensor
+from ..tensor import Tensor
 from .numpy_functions import shape_query
 
 __all__ = ["Trace", "Tracer", "innermost", "is_float_like", "new_level", "strip"]
@@ -124,7 +125,7 @@ class Tracer(Tensor):
         while isinstance(primal, Tracer):
             primal = primal._primal
         if isinstance(primal, Tensor):
-            found = _DTYPES.get(primal._data.dtype)
+            found = BY_NUMPY.get(primal._data.dtype)
             return found if found is not None else primal.dtype
         return _dtypes.float64
 

@@ -151,7 +151,7 @@ class TreeDef:
         # loop, not a comprehension: before Python 3.12 that is one more frame per node.)
         children = []
         for child in self.children:
-            children.append(next(leaves) if child is _LEAF_DEF else child._build(leaves, tangent))
+            children.append(next(leaves) if child is LEAF_DEF else child._build(leaves, tangent))
         if kind == _NODE:  # the common structure of a model, tested first
             plan, static = self.meta
             if tangent:
@@ -186,8 +186,9 @@ class TreeDef:
 
 
 _END = object()
-# Leaf structures carry nothing, so every leaf shares one (TreeDefs are never mutated).
-_LEAF_DEF = TreeDef(_LEAF)
+# Leaf structures carry nothing, so every leaf shares one (TreeDefs are never mutated);
+# autodiff compares against it with ``is``. Shared within s4tf, not in __all__.
+LEAF_DEF = TreeDef(_LEAF)
 _KIND_NAMES = ["leaf", "static", "list", "tuple", "dict", "node", "cell"]
 
 
@@ -214,10 +215,10 @@ def _flatten(value, leaves, differentiable):
         if differentiable and not value.dtype.is_floating:
             return TreeDef(_STATIC, value)
         leaves.append(value)
-        return _LEAF_DEF
+        return LEAF_DEF
     if kind is float:
         leaves.append(value)
-        return _LEAF_DEF
+        return LEAF_DEF
     if kind is list or kind is tuple:
         children = []
         for v in value:
@@ -234,7 +235,7 @@ def _flatten_general(value, leaves, differentiable):
     """Subclasses (tracers, named tuples, ...), dicts, cells and static values."""
     if is_leaf(value, differentiable):
         leaves.append(value)
-        return _LEAF_DEF
+        return LEAF_DEF
     if isinstance(value, Tensor):
         return TreeDef(_STATIC, value)  # not floating, under differentiation
     if isinstance(value, list):
@@ -312,7 +313,7 @@ def _flatten_node(value, plan, leaves, differentiable):
         # differentiating an integer tensor.
         if type(child) is Tensor and (not differentiable or child.dtype.is_floating):
             leaves.append(child)
-            children.append(_LEAF_DEF)
+            children.append(LEAF_DEF)
         else:
             children.append(_flatten(child, leaves, differentiable))
     static = {}
