@@ -35,19 +35,14 @@ def expand(value, n: int, name: str, layer: str) -> tuple[int, ...]:
     return per_axis(value, n, name, layer)
 
 
-def check_padding(padding, n: int, layer: str) -> str | tuple:
-    """``padding`` validated: "valid", "same", or ``n`` explicit ``(before, after)`` int pairs.
+def padding_for_call(layer, padding, n: int) -> str | tuple:
+    """The padding one call of ``layer`` runs with: its own, or ``padding`` when given.
 
-    Pairs come back as a tuple of tuples (a static, hashable field).
+    A call's ``padding=`` is checked as the constructor's is
+    (:func:`~s4tf.ops.window_geometry.padding_pairs`), so an error names the
+    layer rather than the op it calls.
     """
-    if isinstance(padding, str):
-        if padding not in ("valid", "same"):
-            raise ValueError(
-                f"{layer}: padding must be 'valid' or 'same', got {padding!r}; or give {n} "
-                f"explicit (before, after) pairs, e.g. {((1, 1),) * n}."
-            )
-        return padding
-    return padding_pairs(padding, n, layer)
+    return layer.padding if padding is None else padding_pairs(padding, n, type(layer).__name__)
 
 
 def check_filter_shape(filter_shape, rank: int, layout: str, layer: str,
@@ -92,7 +87,7 @@ class _Conv(Layer):
         self.filter = filter_initializer(shape, dtype=dtype)
         self.bias = zeros((shape[self._out_axis],), dtype=dtype) if use_bias else None
         self.strides = expand(strides, n, "strides", name)
-        self.padding = check_padding(padding, n, name)
+        self.padding = padding_pairs(padding, n, name)
         self.dilations = expand(dilations, n, "dilations", name)
         self.activation = activation
 
@@ -100,7 +95,7 @@ class _Conv(Layer):
         n = self._rank
         channels_last_check(self, input, n, shape_of(self.filter)[self._in_axis])
         out = self._functions[n - 1](input, self.filter, strides=self.strides,
-                                     padding=self.padding if padding is None else padding,
+                                     padding=padding_for_call(self, padding, n),
                                      dilations=self.dilations)
         return self.activation(out + self.bias if self.bias is not None else out)
 
@@ -194,14 +189,14 @@ class DepthwiseConv2D(Layer):
         self.filter = filter_initializer(shape, dtype=dtype)
         self.bias = zeros((shape[2] * shape[3],), dtype=dtype) if use_bias else None
         self.strides = expand(strides, 2, "strides", "DepthwiseConv2D")
-        self.padding = check_padding(padding, 2, "DepthwiseConv2D")
+        self.padding = padding_pairs(padding, 2, "DepthwiseConv2D")
         self.dilations = expand(dilations, 2, "dilations", "DepthwiseConv2D")
         self.activation = activation
 
     def __call__(self, input, padding=None):
         channels_last_check(self, input, 2, shape_of(self.filter)[2])
         out = nn.depthwise_conv2d(input, self.filter, strides=self.strides,
-                                  padding=self.padding if padding is None else padding,
+                                  padding=padding_for_call(self, padding, 2),
                                   dilations=self.dilations)
         return self.activation(out + self.bias if self.bias is not None else out)
 
@@ -235,22 +230,23 @@ class _Separable(Layer):
         self.pointwise_filter = filter_initializer(pointwise, dtype=dtype)
         self.bias = zeros((pointwise[-1],), dtype=dtype) if use_bias else None
         self.strides = expand(strides, n, "strides", name)
-        self.padding = check_padding(padding, n, name)
+        self.padding = padding_pairs(padding, n, name)
         self.activation = activation
 
-    def __call__(self, input):
+    def __call__(self, input, padding=None):
         n = self._rank
         channels_last_check(self, input, n, shape_of(self.depthwise_filter)[-2])
+        padding = padding_for_call(self, padding, n)
         if n == 1:
             # A 1-D separable convolution is a 2-D one over a height-1 image.
-            padding = self.padding if isinstance(self.padding, str) else ((0, 0),) + self.padding
+            padding = padding if isinstance(padding, str) else ((0, 0),) + padding
             out = squeeze(nn.separable_conv2d(
                 expand_dims(input, 1), expand_dims(self.depthwise_filter, 0),
                 expand_dims(self.pointwise_filter, 0), strides=(1,) + self.strides,
                 padding=padding), 1)
         else:
             out = nn.separable_conv2d(input, self.depthwise_filter, self.pointwise_filter,
-                                      strides=self.strides, padding=self.padding)
+                                      strides=self.strides, padding=padding)
         return self.activation(out + self.bias if self.bias is not None else out)
 
 

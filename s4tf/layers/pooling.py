@@ -13,7 +13,8 @@ import typing
 from .. import nn
 from ..differentiable import no_derivative
 from ..ops.window_geometry import expand as expand_sizes
-from .convolutional import check_padding, expand
+from ..ops.window_geometry import padding_pairs
+from .convolutional import expand, padding_for_call
 from .layer import Layer, check_input_shape
 
 __all__ = [
@@ -40,13 +41,13 @@ class _Pool(Layer):
         name, n = type(self).__name__, self._rank
         self.pool_size = expand(pool_size, n, "pool_size", name)
         self.strides = self.pool_size if strides is None else expand(strides, n, "strides", name)
-        self.padding = check_padding(padding, n, name)
+        self.padding = padding_pairs(padding, n, name)
 
     def __call__(self, input, padding=None):
         _check_rank(self, input, self._rank)
         pool = getattr(nn, f"{self._kind}_pool{self._rank}d")
         return pool(input, pool_size=self.pool_size, strides=self.strides,
-                    padding=self.padding if padding is None else padding)
+                    padding=padding_for_call(self, padding, self._rank))
 
 
 class MaxPool1D(_Pool):

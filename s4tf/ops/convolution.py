@@ -380,6 +380,7 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides=(1, 1), 
     """
     op = "separable_conv2d"
     x_shape = check_input(input, 2, op)
+    padding = padding_pairs(padding, 2, op)  # here, so that an error names this op
     d_shape = _check_filter(depthwise_filter, 2, op,
                             "depthwise_filter is (height, width, in_channels, multiplier)")
     p_shape = _check_filter(pointwise_filter, 2, op,

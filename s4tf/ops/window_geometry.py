@@ -43,13 +43,13 @@ def check_input(x, spatial: int, op: str) -> tuple[int, ...]:
     return shape
 
 
-def _forms(n: int) -> str:
-    return f'"same", "valid" or {n} (before, after) pairs of non-negative ints, e.g. {((1, 1),) * n}'
-
-
 def padding_pairs(padding, n: int, op: str):
     """``padding`` checked: ``"same"``/``"valid"`` (any case, as lower case) or ``n`` int pairs.
 
+    The one check of a window's padding: every convolution and pool, op
+    (:mod:`s4tf.nn`) or layer (at construction and for a call's ``padding=``),
+    runs it, so they accept the same forms and fail with the same message,
+    naming ``op`` (the op or layer), what it got and what it accepts.
     Explicit pairs come back as a tuple of ``(before, after)`` tuples of ints,
     hashable and static, whatever sequences they were given as.
 
@@ -59,21 +59,30 @@ def padding_pairs(padding, n: int, op: str):
     ((0, 1), (2, 3))
     >>> padding_pairs("SAME", 2, "conv2d")
     'same'
+    >>> padding_pairs("full", 1, "Conv1D")
+    Traceback (most recent call last):
+    ValueError: Conv1D: padding must be "same", "valid" or 1 (before, after) pairs of non-negative ints, one per spatial axis, e.g. ((1, 1),); got 'full'. Case does not matter: "SAME" is "same".
     """
     if isinstance(padding, str):
         mode = padding.lower()
-        if mode not in ("same", "valid"):
-            raise ValueError(f"{op}: padding must be {_forms(n)}; got {padding!r}.")
-        return mode
+        if mode in ("same", "valid"):
+            return mode
+        raise _padding_error(padding, n, op)
     try:
         pairs = tuple((as_int(before), as_int(after)) for before, after in padding)
     except (TypeError, ValueError):
         pairs = ()
     if len(pairs) != n or any(v is None or v < 0 for pair in pairs for v in pair):
-        raise ValueError(
-            f"{op}: padding must be {_forms(n)} (one pair per spatial axis); got {padding!r}."
-        )
+        raise _padding_error(padding, n, op)
     return pairs
+
+
+def _padding_error(padding, n: int, op: str) -> ValueError:
+    return ValueError(
+        f'{op}: padding must be "same", "valid" or {n} (before, after) pairs of non-negative '
+        f"ints, one per spatial axis, e.g. {((1, 1),) * n}; got {padding!r}. Case does not "
+        'matter: "SAME" is "same".'
+    )
 
 
 def output_size(size: int, window: int, stride: int, dilation: int, pads: tuple[int, int]) -> int:

@@ -1,5 +1,7 @@
 """Convolution layers: layouts, agreement with s4tf.nn, gradients in both modes."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -60,7 +62,7 @@ def test_transposed_and_depthwise_layouts():
 def test_constructor_errors():
     with pytest.raises(ValueError, match=r"filter_shape must be 4 positive ints \(height, width"):
         layers.Conv2D(filter_shape=(3, 3, 1))
-    with pytest.raises(ValueError, match="padding must be 'valid' or 'same', got 'full'"):
+    with pytest.raises(ValueError, match=r'padding must be "same", "valid" .*; got \'full\''):
         layers.Conv1D(filter_shape=(3, 1, 1), padding="full")
     with pytest.raises(ValueError, match="pointwise_filter_shape must be"):
         layers.SeparableConv2D(depthwise_filter_shape=(3, 3, 4, 2), pointwise_filter_shape=(1, 1, 4, 6))
@@ -139,8 +141,8 @@ def test_explicit_padding_round_trips_through_a_checkpoint_and_strings_still_loa
 def test_explicit_padding_errors():
     with pytest.raises(ValueError, match=r"Conv2D: padding must be .* 2 \(before, after\) pairs"):
         layers.Conv2D(filter_shape=(3, 3, 1, 1), padding=((1, 1),))
-    with pytest.raises(ValueError, match=r"Conv1D: padding must be 'valid' or 'same', got 'full'; "
-                                         r"or give 1 explicit \(before, after\) pairs"):
+    with pytest.raises(ValueError, match=r'Conv1D: padding must be "same", "valid" or 1 '
+                                         r"\(before, after\) pairs .*; got 'full'"):
         layers.Conv1D(filter_shape=(3, 1, 1), padding="full")
 
 
@@ -156,3 +158,66 @@ def test_padding_at_call_time_overrides_the_layers_own_for_that_call():
     np.testing.assert_array_equal(depthwise(x, padding=((0, 1), (0, 1))).numpy(),
                                   depthwise(zero_padded).numpy())
     check_gradients(lambda m, x: m(x, padding=pairs), conv, x)
+
+
+# Issue 19, item 4: one padding check for layers and ops, in any case.
+@pytest.mark.parametrize("cls,kwargs,shape", CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_upper_case_padding_is_the_lower_case_one(cls, kwargs, shape):
+    x = _x(shape)
+    for upper, lower in (("SAME", "same"), ("VALID", "valid")):
+        kwargs = {**kwargs, "padding": lower}
+        s4tf.random.seed(0)
+        want = cls(dtype=F64, **kwargs)
+        s4tf.random.seed(0)
+        layer = cls(dtype=F64, **{**kwargs, "padding": upper})
+        assert layer.padding == lower
+        np.testing.assert_array_equal(layer(x).numpy(), want(x).numpy())
+        np.testing.assert_array_equal(want(x, padding=upper).numpy(), want(x).numpy())
+
+
+@pytest.mark.parametrize("cls,kwargs,shape", CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_bad_padding_names_the_layer_what_it_got_and_what_it_takes(cls, kwargs, shape):
+    name, n = cls.__name__, len(shape) - 2
+    accepted = (rf'padding must be "same", "valid" or {n} \(before, after\) pairs of '
+                rf"non-negative ints, one per spatial axis, .*; got {{got}}\. Case does not matter")
+    for bad in ("full", ((1, 1),) * (n + 1), ((1, -1),) * n):
+        message = f"{name}: " + accepted.format(got=re.escape(repr(bad)))
+        with pytest.raises(ValueError, match=message):
+            cls(**{**kwargs, "padding": bad})
+        layer = cls(**kwargs)
+        with pytest.raises(ValueError, match=message):
+            layer(s4tf.ones(shape), padding=bad)
+
+
+@pytest.mark.parametrize("op,args", [
+    ("conv2d", ([1, 4, 4, 2], [3, 3, 2, 3])),
+    ("conv2d_transpose", ([1, 4, 4, 3], [3, 3, 2, 3])),
+    ("depthwise_conv2d", ([1, 4, 4, 2], [3, 3, 2, 1])),
+    ("separable_conv2d", ([1, 4, 4, 2], [3, 3, 2, 1], [1, 1, 2, 3])),
+])
+def test_the_ops_take_any_case_and_give_the_same_error(op, args):
+    fn = getattr(s4tf.nn, op)
+    tensors = [s4tf.random.normal(shape, seed=i) for i, shape in enumerate(args)]
+    np.testing.assert_array_equal(fn(*tensors, padding="SAME").numpy(),
+                                  fn(*tensors, padding="same").numpy())
+    with pytest.raises(ValueError, match=rf'^{op}: padding must be "same", "valid" or 2 '
+                                         r"\(before, after\) pairs .*; got 'full'\. Case does not"):
+        fn(*tensors, padding="full")
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_separable_layers_take_a_padding_for_one_call(rank):
+    depthwise = (3,) * rank + (2, 2)
+    pointwise = (1,) * rank + (4, 3)
+    s4tf.random.seed(0)
+    valid = getattr(layers, f"SeparableConv{rank}D")(depthwise, pointwise, dtype=F64)
+    s4tf.random.seed(0)
+    same = getattr(layers, f"SeparableConv{rank}D")(depthwise, pointwise, padding="same", dtype=F64)
+    x = _x((1,) + (5,) * rank + (2,))
+    np.testing.assert_array_equal(valid(x, padding="same").numpy(), same(x).numpy())
+    pairs = ((1, 1),) * rank
+    np.testing.assert_allclose(
+        valid(x, padding=pairs).numpy(),
+        valid(getattr(s4tf.nn, f"zero_padding{rank}d")(x, pairs)).numpy(), atol=1e-12)
+    assert valid.padding == "valid" and valid(x).shape == (1,) + (3,) * rank + (3,)
+    check_gradients(lambda m, x: m(x, padding="same"), valid, x)

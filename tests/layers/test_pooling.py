@@ -57,3 +57,26 @@ def test_padding_at_call_time_overrides_the_pools_own():
     np.testing.assert_array_equal(got.numpy(),
                                   s4tf.nn.max_pool2d(x, 3, 2, ((1, 1), (1, 1))).numpy())
     assert pool.padding == "valid" and got.shape == (1, 3, 3, 2)
+
+
+# Issue 19, item 4: one padding check for layers and ops, in any case.
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["Max", "Avg"])
+def test_pools_take_upper_case_padding_and_name_themselves_in_errors(kind, n):
+    cls = getattr(layers, f"{kind}Pool{n}D")
+    x = s4tf.random.normal((1,) + (5,) * n + (2,), dtype=s4tf.float64, seed=n)
+    for upper, lower in (("SAME", "same"), ("Valid", "valid")):
+        pool = cls(pool_size=2, padding=upper)
+        assert pool.padding == lower
+        np.testing.assert_array_equal(pool(x).numpy(), cls(pool_size=2, padding=lower)(x).numpy())
+        np.testing.assert_array_equal(cls(pool_size=2)(x, padding=upper).numpy(), pool(x).numpy())
+    message = rf"{kind}Pool{n}D: padding must be \"same\", \"valid\" or {n} \(before, after\) pairs .*; got 'full'"
+    with pytest.raises(ValueError, match=message):
+        cls(pool_size=2, padding="full")
+    with pytest.raises(ValueError, match=message):
+        cls(pool_size=2)(x, padding="full")
+    op = f"{kind.lower()}_pool{n}d"
+    with pytest.raises(ValueError, match=rf"^{op}: padding must be .*; got 'full'\. Case does not"):
+        getattr(s4tf.nn, op)(x, pool_size=2, padding="full")
+    np.testing.assert_array_equal(getattr(s4tf.nn, op)(x, pool_size=2, padding="SAME").numpy(),
+                                  cls(pool_size=2, padding="same")(x).numpy())
