@@ -7,7 +7,7 @@ from ..activations import relu
 from ..layers import Layer
 from ..layers.layer import check_input_shape
 from ..ops import concat
-from .resnet import batch_norm, conv, padded
+from .blocks import batch_norm, conv, padded
 
 __all__ = ["DenseBlock", "DenseLayer", "DenseNet", "DenseNet121", "Transition"]
 

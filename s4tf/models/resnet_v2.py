@@ -9,7 +9,7 @@ from ..activations import relu
 from ..differentiable import no_derivative
 from ..layers import Layer
 from ..layers.layer import check_input_shape
-from .resnet import batch_norm, build_blocks, conv, padded, stage_plan
+from .blocks import batch_norm, build_blocks, conv, padded, stage_plan
 
 __all__ = ["PreActBasicBlock", "PreActBottleneck", "ResNetV2"]
 

@@ -7,7 +7,7 @@ from ..activations import relu
 from ..differentiable import no_derivative
 from ..layers import Layer
 from ..layers.layer import check_input_shape
-from .resnet import batch_norm, build_blocks, conv, padded
+from .blocks import batch_norm, build_blocks, conv, padded
 from .resnet_v2 import PreActBasicBlock
 
 __all__ = ["WideResNet"]
