@@ -22,7 +22,7 @@ import os
 import numpy as np
 
 from ..creation import zeros_like
-from ..tensor import Tensor
+from ..tensor import Tensor, from_numpy
 from .elementwise import cast, equal, greater_equal, less, logical_and, where
 from .primitive import primitive
 from .shapes import expand_dims, shape_of
@@ -279,16 +279,14 @@ def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: st
     """
     from .. import dtypes
     from .._sizes import size
-    from ..backends.base import backend
-    from ..creation import arange
 
     depth = size(depth, "depth", owner, 0)
     if not isinstance(indices, Tensor):
         indices = Tensor(np.asarray(indices, dtype=np.int32))
     check_indices(indices, low, depth, owner, what, hint)
     dtype = dtypes.as_dtype(dtype or dtypes.float32)
-    with backend(innermost(indices).backend):  # the classes live where the indices do
-        classes = arange(depth, dtype=indices.dtype)
+    # The classes live where the indices do.
+    classes = from_numpy(np.arange(depth), indices.dtype, like=innermost(indices))
     hits = cast(equal(expand_dims(indices, -1), classes), dtype=dtype)
     if getattr(innermost(indices)._backend, "lazy", False) and dtype.is_floating:
         # Unchecked on the lazy backend: an out-of-range row becomes NaN, never zeros.
