@@ -21,7 +21,7 @@ from . import dtypes as _dtypes
 from .backends.base import Backend, current_backend, get_backend_object
 from .non_differentiable import NonDifferentiableError
 
-__all__ = ["Tensor", "from_numpy"]
+__all__ = ["Tensor"]  # from_numpy and infer_dtype are shared within s4tf, not user API
 
 _DTYPES = _dtypes.BY_NUMPY
 
