@@ -1,9 +1,13 @@
 """``s4tf.TrainingLoop``: fit a model with progress bars, metrics and callbacks.
 
-The loop owns the one reference to the model while it trains, so
-``model = optimizer.update(model, gradients)`` can write the parameters in
-place (copy-on-write, DESIGN 1.6): no alias of the model is kept in a local
-variable, on the loop object or in a closure while the update runs.
+The loop's ``model`` attribute is the one reference to the model while it
+trains, so ``self.model = optimizer.update(self.model, gradients)`` can write
+the parameters in place (copy-on-write stores the result back into the place
+it read the model from; see HOW_IT_WORKS.md, "Copy-on-write"): no alias of the
+model is kept in a local variable or a closure while the update runs. Because
+the model lives on the loop, an interrupted ``fit`` (Ctrl-C, a failing
+callback) leaves ``loop.model`` holding the model after the last finished
+step, matching the optimizer.
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ import copy
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from ..autodiff import value_with_gradient, without_derivative
 from ..backends.base import barrier
+from ..cow.interrupts import InterruptsDeferred
 from ..learning_phase import inference, training
 from ..tensor import Tensor
 from ..tree import tree_leaves
-from .callbacks import Callback
+from .callbacks import Callback, TerminateOnNaN
 from .display import EpochDisplay
 from .metrics import Metric, make_metric
 
@@ -78,9 +85,20 @@ class TrainingLoop:
         clear error says otherwise); the short last batch is dropped, as
         ``drop_remainder`` says. Validation batches are sharded when they
         divide and otherwise run whole on the replicated model.
+    terminate_on_nan : bool
+        Stop :meth:`fit` with :class:`~s4tf.callbacks.NonFiniteLossError` when
+        a training loss is NaN or infinite (default ``True``): the loop adds a
+        :class:`~s4tf.callbacks.TerminateOnNaN` in front of ``callbacks``
+        unless they hold one already. ``False`` trains on whatever the loss is.
 
     Attributes
     ----------
+    model
+        The model being trained: during :meth:`fit`, the model after the last
+        finished step (the loop's only reference to it, so updates are in
+        place); after ``fit`` returns, the model it returned; after ``fit``
+        stops on an error or Ctrl-C, the model after the last finished step,
+        which the optimizer's state matches. ``None`` before the first fit.
     epoch, step : int
         The current epoch (from 0) and the number of updates so far.
     history : list of dict
@@ -106,7 +124,8 @@ class TrainingLoop:
     def __init__(self, *, training: Iterable, validation: Iterable | None = None, optimizer,
                  loss: Callable, metrics: Sequence = ("loss", "accuracy"),
                  callbacks: Sequence[Callback] = (), progress: bool = True,
-                 drop_remainder: bool | None = None, strategy=None):
+                 drop_remainder: bool | None = None, strategy=None,
+                 terminate_on_nan: bool = True):
         if not callable(loss):
             raise TypeError(f"loss must be a function such as s4tf.softmax_cross_entropy; "
                             f"received {loss!r}.")
@@ -126,6 +145,12 @@ class TrainingLoop:
         # Separate accumulators, so validating never disturbs the running training metrics.
         self._validation_metrics: list[Metric] = [copy.copy(m) for m in self.metrics]
         self.callbacks = list(callbacks)
+        if not isinstance(terminate_on_nan, bool):
+            raise TypeError(f"terminate_on_nan must be True or False; received "
+                            f"{terminate_on_nan!r}.")
+        if terminate_on_nan and not any(isinstance(c, TerminateOnNaN) for c in callbacks):
+            # First, so that no later callback saves or evaluates a non-finite model.
+            self.callbacks.insert(0, TerminateOnNaN())
         self.progress = progress
         self.drop_remainder = drop_remainder
         if strategy is not None and not (hasattr(strategy, "replicate")
@@ -133,6 +158,7 @@ class TrainingLoop:
             raise TypeError(f"strategy must be an s4tf.distributed strategy (DataParallel, "
                             f"FullySharded); received {strategy!r}.")
         self.strategy = strategy
+        self.model = None
         self.epoch = 0
         self.step = 0
         self.history: list[dict] = []
@@ -148,52 +174,94 @@ class TrainingLoop:
         schedules and callbacks see the numbers of the uninterrupted run, and
         a :class:`s4tf.datasets.Batches` shuffles as it would have in epoch
         ``initial_epoch``: the resumed run is bit-identical to an unbroken one.
+
+        While it trains, the loop holds the model in :attr:`model` and nowhere
+        else, so the optimizer updates it in place. When ``fit`` stops early,
+        by Ctrl-C (``KeyboardInterrupt``), an error in a callback or the data,
+        or :class:`~s4tf.callbacks.TerminateOnNaN`, it closes its progress bar
+        and its pass over the data, then re-raises; ``loop.model`` is then the
+        model after the last finished step, and the optimizer matches it:
+        ``loop.step`` updates were applied, in this fit and before. A Ctrl-C
+        during the optimizer's update is held back until the update is
+        applied and stored in ``loop.model`` (a second and a third Ctrl-C are
+        not held back). ``on_epoch_end`` and ``on_fit_end`` are not called
+        for the unfinished epoch.
+
+        To keep what was trained::
+
+            try:
+                model = loop.fit(model, epochs=10)
+            except KeyboardInterrupt:
+                model = loop.model          # after loop.step updates
+                s4tf.save_training_state("stopped.safetensors", model, loop.optimizer,
+                                         epoch=loop.epoch)
+
+        and to go on, call ``loop.fit(loop.model, epochs=10,
+        initial_epoch=loop.epoch)`` on the same loop (the step count carries
+        on), or restore the file in a new process and pass the epoch it
+        returns. Either way the interrupted epoch starts again from its first
+        batch, so its finished batches are trained twice; an uninterrupted
+        rerun is bit-identical only from an epoch boundary (a file written by
+        :class:`~s4tf.callbacks.ModelCheckpoint`).
         """
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be a positive int; received epochs={epochs!r}.")
         if not 0 <= initial_epoch <= epochs:
             raise ValueError(f"initial_epoch must be in [0, epochs={epochs}]; received "
                              f"initial_epoch={initial_epoch!r}.")
+        _refuse_one_shot(self.training, "training", epochs - initial_epoch)
+        if self.validation is not None:
+            _refuse_one_shot(self.validation, "validation", epochs - initial_epoch)
         self.stop_training = False
         self._told_about_drop = False
         if initial_epoch > 0 and self.step == 0:
             self.step = _updates_so_far(self.optimizer, initial_epoch)
         if self.strategy is not None:
             model = self.strategy.replicate(model)
-        self._fire("on_fit_start", model)
+        # From here on the loop's attribute is its only reference (see the module docstring).
+        self.model, model = model, None
         display = EpochDisplay(self.progress)
-        for epoch in range(initial_epoch, epochs):
-            self.epoch = epoch
-            for metric in self.metrics:
-                metric.reset()
-            self._fire("on_epoch_start", epoch)
-            if hasattr(self.training, "epoch"):
-                self.training.epoch = epoch  # the shuffle order of pass ``epoch``
-            display.start_epoch(epoch, epochs, _length(self.training))
-            batches = _same_size_batches(self.training, self.drop_remainder,
-                                         lambda short, full: self._dropped(display, short, full))
-            shown: dict = {}  # the running metrics as of the previous step
+        try:
+            self._fire("on_fit_start", self.model)
+            trained_before = False
+            for epoch in range(initial_epoch, epochs):
+                self._train_epoch(epoch, epochs, display, trained_before)
+                trained_before = True
+                logs = self._results(self.metrics)
+                if self.validation is not None:
+                    logs.update({f"val_{k}": v
+                                 for k, v in self.evaluate(self.model, self.validation).items()})
+                display.end_epoch(logs)
+                self.history.append(logs)
+                self._fire("on_epoch_end", epoch, logs, self.model)
+                if self.stop_training:
+                    break
+        finally:
+            display.close()  # a bar left open by an interrupted epoch
+        for callback in self.callbacks:
+            replaced = callback.on_fit_end(self, self.model)
+            if replaced is not None:
+                self.model = replaced
+        return self.model
+
+    def _train_epoch(self, epoch: int, epochs: int, display: EpochDisplay,
+                     trained_before: bool) -> None:
+        """One pass over the training data (``trained_before``: an earlier epoch of this fit ran)."""
+        self.epoch = epoch
+        for metric in self.metrics:
+            metric.reset()
+        self._fire("on_epoch_start", epoch)
+        if hasattr(self.training, "epoch"):
+            self.training.epoch = epoch  # the shuffle order of pass ``epoch``
+        display.start_epoch(epoch, epochs, _length(self.training))
+        batches = _same_size_batches(self.training, self.drop_remainder,
+                                     lambda short, full: self._dropped(display, short, full))
+        shown: dict = {}  # the running metrics as of the previous step
+        seen = 0
+        try:
             for batch, (data, labels) in enumerate(batches):
-                if self.strategy is not None:
-                    data, labels = self.strategy.shard((data, labels))
-                self._fire("on_batch_start", batch)
-                with training():
-                    loss_value, output, gradients = self._gradient(model, data, labels)
-                for callback in self.callbacks:
-                    replaced = callback.on_update_start(self, gradients)
-                    if replaced is not None:
-                        gradients = replaced
-                # ``model`` is this frame's only reference: the update may be in place.
-                model = self.optimizer.update(model, gradients)
-                del gradients
-                # Before the barrier, so the metric sums join this step's compiled
-                # graph: every step's graph is then the same (lazy backend).
-                for metric in self.metrics:
-                    metric.update(loss_value, output, labels)
-                del output
-                barrier()
-                self.step += 1
-                self._fire("on_batch_end", batch, loss_value)
+                seen += 1
+                self._step(batch, data, labels)
                 # A live bar reads the metrics as of the previous step: that waits for
                 # the previous step only, so the device runs this one (the barrier
                 # returned at its launch) while the next is recorded. The epoch's
@@ -202,20 +270,39 @@ class TrainingLoop:
                 shown = {metric.name: metric.snapshot() for metric in self.metrics}
                 if self.stop_training:
                     break
-            batches.close()
-            logs = self._results(self.metrics)
-            if self.validation is not None:
-                logs.update({f"val_{k}": v for k, v in self.evaluate(model, self.validation).items()})
-            display.end_epoch(logs)
-            self.history.append(logs)
-            self._fire("on_epoch_end", epoch, logs, model)
-            if self.stop_training:
-                break
+        finally:
+            batches.close()  # also on an interrupt: a prefetching pass stops its thread
+        if not seen:
+            raise ValueError(_no_batches(self.training, epoch, trained_before))
+
+    def _step(self, batch: int, data, labels) -> None:
+        """Train on one batch: gradient, update of ``self.model``, metric sums, barrier."""
+        if self.strategy is not None:
+            data, labels = self.strategy.shard((data, labels))
+        self._fire("on_batch_start", batch)
+        with training():
+            loss_value, output, gradients = self._gradient(self.model, data, labels)
+        self._fire("on_loss", batch, loss_value)
         for callback in self.callbacks:
-            replaced = callback.on_fit_end(self, model)
+            replaced = callback.on_update_start(self, gradients)
             if replaced is not None:
-                model = replaced
-        return model
+                gradients = replaced
+        # The model is read from and stored back into the loop's attribute in one
+        # statement, so the update may be in place. Ctrl-C waits until both the
+        # update and the step count are stored: ``loop.model`` and the optimizer
+        # then always agree (an update interrupted on its own would be applied
+        # and lost if the signal landed between its return and the store).
+        with InterruptsDeferred():
+            self.model = self.optimizer.update(self.model, gradients)
+            self.step += 1
+        del gradients
+        # Before the barrier, so the metric sums join this step's compiled
+        # graph: every step's graph is then the same (lazy backend).
+        for metric in self.metrics:
+            metric.update(loss_value, output, labels)
+        del output
+        barrier()
+        self._fire("on_batch_end", batch, loss_value)
 
     def _gradient(self, model, data, labels):
         kept = {}
@@ -239,14 +326,19 @@ class TrainingLoop:
         for metric in metrics:
             metric.reset()
         shown = EpochDisplay(self.progress).validation(batches, _length(batches))
-        with inference():
-            for data, labels in shown:
-                if self.strategy is not None and _divides(data, len(self.strategy.devices)):
-                    data, labels = self.strategy.shard((data, labels))
-                output = model(data)
-                loss_value = self._call_loss(output, labels)
-                for metric in metrics:
-                    metric.update(loss_value, output, labels)
+        try:
+            with inference():
+                for index, batch in enumerate(shown):
+                    data, labels = _pair(batch, "validation", index)
+                    if self.strategy is not None and _divides(data, len(self.strategy.devices)):
+                        data, labels = self.strategy.shard((data, labels))
+                    output = model(data)
+                    loss_value = self._call_loss(output, labels)
+                    for metric in metrics:
+                        metric.update(loss_value, output, labels)
+        finally:
+            if shown is not batches:  # the display's counting pass: its bar closes now
+                shown.close()
         return self._results(metrics)
 
     def _dropped(self, display: EpochDisplay, short: int, full: int) -> None:
@@ -311,12 +403,13 @@ def _same_size_batches(batches: Iterable, drop: bool | None,
         held = next(iterator, None)
         if held is None:
             return
+        held = _pair(held, "training", 0)
         full = _batch_size(*held)
         if drop is None:
             drop = _compiles_per_shape(*held)
-        for following in iterator:
+        for index, following in enumerate(iterator, start=1):
             yield held
-            held = following
+            held = _pair(following, "training", index)
         short = _batch_size(*held)
         if drop and full is not None and short is not None and short < full:
             on_drop(short, full)
@@ -326,6 +419,68 @@ def _same_size_batches(batches: Iterable, drop: bool | None,
         close = getattr(iterator, "close", None)
         if close is not None:  # a generator (a prefetching pass) stops its thread now
             close()
+
+
+def _pair(batch, role: str, index: int) -> tuple:
+    """``batch`` as ``(data, labels)``, or an error saying what it is and what is expected."""
+    if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
+        raise TypeError(
+            f"TrainingLoop: each {role} batch must be a (data, labels) pair; batch {index} is "
+            f"{_describe(batch)}. Yield (data, labels) tuples (s4tf.datasets.Batches does), "
+            "and put several inputs in a tuple as data: ((x1, x2), labels).")
+    for part, value in zip(("data", "labels"), batch, strict=True):
+        found = _numpy_array_in(value)
+        if found is not None:
+            raise TypeError(
+                f"TrainingLoop: the {part} of {role} batch {index} is a NumPy array "
+                f"(shape {found.shape}, {found.dtype}); the loop trains on s4tf tensors. Wrap "
+                "each array with s4tf.Tensor(array), or batch NumPy arrays with "
+                "s4tf.datasets.Batches.from_arrays(x, y, batch_size=...).")
+    return batch
+
+
+def _numpy_array_in(value):
+    """A NumPy array in ``value`` or one level inside a tuple, list or dict; else None."""
+    parts = value.values() if isinstance(value, dict) else (
+        value if isinstance(value, (tuple, list)) else ())
+    for part in (value, *parts):
+        if isinstance(part, np.ndarray):
+            return part
+    return None
+
+
+def _describe(value) -> str:
+    if isinstance(value, (tuple, list)):
+        kinds = ", ".join(_describe(part) for part in value[:4])
+        more = ", ..." if len(value) > 4 else ""
+        return f"a {type(value).__name__} of {len(value)} items ({kinds}{more})"
+    if isinstance(value, Tensor):
+        return f"a Tensor of shape {list(value.shape)}"
+    if isinstance(value, np.ndarray):
+        return f"a NumPy array of shape {value.shape}"
+    return f"a {type(value).__name__}"
+
+
+def _refuse_one_shot(data, role: str, epochs: int) -> None:
+    """Refuse an iterator (used up by one pass) given for several epochs."""
+    if epochs > 1 and isinstance(data, Iterator):
+        raise TypeError(
+            f"TrainingLoop: the {role} data is a one-shot iterator ({type(data).__name__}): "
+            f"its first epoch would use it up and the other {epochs - 1} would be empty. "
+            "Pass something that starts a new pass each time it is iterated: a list of "
+            "(data, labels) pairs, an s4tf.datasets.Batches, or an object whose __iter__ "
+            "returns a fresh iterator (or call fit for one epoch at a time).")
+
+
+def _no_batches(data, epoch: int, trained_before: bool) -> str:
+    if trained_before:
+        return (f"TrainingLoop: the training data gave no batches in epoch {epoch + 1}, after "
+                f"giving some in an earlier epoch of this fit: {type(data).__name__}'s "
+                "__iter__ does not start a new pass. Pass a list of (data, labels) pairs, an "
+                "s4tf.datasets.Batches, or an object whose __iter__ returns a fresh iterator.")
+    return (f"TrainingLoop: the training data ({type(data).__name__}) gave no batches in "
+            f"epoch {epoch + 1}: it is empty or used up. Give it at least one "
+            "(data, labels) batch.")
 
 
 def _length(iterable) -> int | None:
