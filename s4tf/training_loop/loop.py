@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
-
-import numpy as np
+from collections.abc import Callable, Iterable, Sequence
 
 from ..autodiff import value_with_gradient, without_derivative
 from ..backends.base import barrier
 from ..cow.interrupts import InterruptsDeferred
 from ..learning_phase import inference, training
-from ..tensor import Tensor
-from ..tree import tree_leaves
+from .batches import (
+    as_pair,
+    divides,
+    length,
+    no_batches_message,
+    refuse_one_shot,
+    same_size_batches,
+)
 from .callbacks import Callback, TerminateOnNaN
 from .display import EpochDisplay
 from .metrics import Metric, make_metric
@@ -183,9 +187,11 @@ class TrainingLoop:
         model after the last finished step, and the optimizer matches it:
         ``loop.step`` updates were applied, in this fit and before. A Ctrl-C
         during the optimizer's update is held back until the update is
-        applied and stored in ``loop.model`` (a second and a third Ctrl-C are
-        not held back). ``on_epoch_end`` and ``on_fit_end`` are not called
-        for the unfinished epoch.
+        applied and stored in ``loop.model``; pressing it again while one is
+        held back is not held back (inside the optimizer's own write phase,
+        the third press is not), so a hung update stays interruptible.
+        Neither ``on_epoch_end`` for the unfinished epoch nor ``on_fit_end``
+        runs.
 
         To keep what was trained::
 
@@ -209,9 +215,9 @@ class TrainingLoop:
         if not 0 <= initial_epoch <= epochs:
             raise ValueError(f"initial_epoch must be in [0, epochs={epochs}]; received "
                              f"initial_epoch={initial_epoch!r}.")
-        _refuse_one_shot(self.training, "training", epochs - initial_epoch)
+        refuse_one_shot(self.training, "training", epochs - initial_epoch)
         if self.validation is not None:
-            _refuse_one_shot(self.validation, "validation", epochs - initial_epoch)
+            refuse_one_shot(self.validation, "validation", epochs - initial_epoch)
         self.stop_training = False
         self._told_about_drop = False
         if initial_epoch > 0 and self.step == 0:
@@ -253,9 +259,9 @@ class TrainingLoop:
         self._fire("on_epoch_start", epoch)
         if hasattr(self.training, "epoch"):
             self.training.epoch = epoch  # the shuffle order of pass ``epoch``
-        display.start_epoch(epoch, epochs, _length(self.training))
-        batches = _same_size_batches(self.training, self.drop_remainder,
-                                     lambda short, full: self._dropped(display, short, full))
+        display.start_epoch(epoch, epochs, length(self.training))
+        batches = same_size_batches(self.training, self.drop_remainder,
+                                    lambda short, full: self._dropped(display, short, full))
         shown: dict = {}  # the running metrics as of the previous step
         seen = 0
         try:
@@ -273,7 +279,7 @@ class TrainingLoop:
         finally:
             batches.close()  # also on an interrupt: a prefetching pass stops its thread
         if not seen:
-            raise ValueError(_no_batches(self.training, epoch, trained_before))
+            raise ValueError(no_batches_message(self.training, epoch, trained_before))
 
     def _step(self, batch: int, data, labels) -> None:
         """Train on one batch: gradient, update of ``self.model``, metric sums, barrier."""
@@ -325,12 +331,12 @@ class TrainingLoop:
         metrics = self._validation_metrics or [make_metric("loss")]
         for metric in metrics:
             metric.reset()
-        shown = EpochDisplay(self.progress).validation(batches, _length(batches))
+        shown = EpochDisplay(self.progress).validation(batches, length(batches))
         try:
             with inference():
                 for index, batch in enumerate(shown):
-                    data, labels = _pair(batch, "validation", index)
-                    if self.strategy is not None and _divides(data, len(self.strategy.devices)):
+                    data, labels = as_pair(batch, "validation", index)
+                    if self.strategy is not None and divides(data, len(self.strategy.devices)):
                         data, labels = self.strategy.shard((data, labels))
                     output = model(data)
                     loss_value = self._call_loss(output, labels)
@@ -371,121 +377,3 @@ def _updates_so_far(optimizer, initial_epoch: int) -> int:
         "it one (the number of updates applied), or restore an s4tf optimizer with "
         "s4tf.load_training_state(path, like=model, optimizer=optimizer)."
     )
-
-
-def _divides(data, devices: int) -> bool:
-    size = _batch_size(data, None)
-    return size is not None and size % devices == 0
-
-
-def _batch_size(data, labels) -> int | None:
-    for leaf in tree_leaves((labels, data)):
-        if isinstance(leaf, Tensor) and leaf.rank:
-            return leaf.shape[0]
-    return None
-
-
-def _compiles_per_shape(data, labels) -> bool:
-    return any(isinstance(leaf, Tensor) and leaf._backend.compiles_per_shape
-               for leaf in tree_leaves((labels, data)))
-
-
-def _same_size_batches(batches: Iterable, drop: bool | None,
-                       on_drop: Callable[[int, int], None]) -> Iterator:
-    """``batches``, without a last batch smaller than the first when ``drop`` says so.
-
-    ``drop=None`` decides by the first batch's backend (drop where shapes cost
-    compiles). One batch is read ahead, to know which batch is the last.
-    ``on_drop(short, full)`` is told the sizes when a batch is left out.
-    """
-    iterator = iter(batches)
-    try:
-        held = next(iterator, None)
-        if held is None:
-            return
-        held = _pair(held, "training", 0)
-        full = _batch_size(*held)
-        if drop is None:
-            drop = _compiles_per_shape(*held)
-        for index, following in enumerate(iterator, start=1):
-            yield held
-            held = _pair(following, "training", index)
-        short = _batch_size(*held)
-        if drop and full is not None and short is not None and short < full:
-            on_drop(short, full)
-            return
-        yield held
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:  # a generator (a prefetching pass) stops its thread now
-            close()
-
-
-def _pair(batch, role: str, index: int) -> tuple:
-    """``batch`` as ``(data, labels)``, or an error saying what it is and what is expected."""
-    if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
-        raise TypeError(
-            f"TrainingLoop: each {role} batch must be a (data, labels) pair; batch {index} is "
-            f"{_describe(batch)}. Yield (data, labels) tuples (s4tf.datasets.Batches does), "
-            "and put several inputs in a tuple as data: ((x1, x2), labels).")
-    for part, value in zip(("data", "labels"), batch, strict=True):
-        found = _numpy_array_in(value)
-        if found is not None:
-            raise TypeError(
-                f"TrainingLoop: the {part} of {role} batch {index} is a NumPy array "
-                f"(shape {found.shape}, {found.dtype}); the loop trains on s4tf tensors. Wrap "
-                "each array with s4tf.Tensor(array), or batch NumPy arrays with "
-                "s4tf.datasets.Batches.from_arrays(x, y, batch_size=...).")
-    return batch
-
-
-def _numpy_array_in(value):
-    """A NumPy array in ``value`` or one level inside a tuple, list or dict; else None."""
-    parts = value.values() if isinstance(value, dict) else (
-        value if isinstance(value, (tuple, list)) else ())
-    for part in (value, *parts):
-        if isinstance(part, np.ndarray):
-            return part
-    return None
-
-
-def _describe(value) -> str:
-    if isinstance(value, (tuple, list)):
-        kinds = ", ".join(_describe(part) for part in value[:4])
-        more = ", ..." if len(value) > 4 else ""
-        return f"a {type(value).__name__} of {len(value)} items ({kinds}{more})"
-    if isinstance(value, Tensor):
-        return f"a Tensor of shape {list(value.shape)}"
-    if isinstance(value, np.ndarray):
-        return f"a NumPy array of shape {value.shape}"
-    return f"a {type(value).__name__}"
-
-
-def _refuse_one_shot(data, role: str, epochs: int) -> None:
-    """Refuse an iterator (used up by one pass) given for several epochs."""
-    if epochs > 1 and isinstance(data, Iterator):
-        raise TypeError(
-            f"TrainingLoop: the {role} data is a one-shot iterator ({type(data).__name__}): "
-            f"its first epoch would use it up and the other {epochs - 1} would be empty. "
-            "Pass something that starts a new pass each time it is iterated: a list of "
-            "(data, labels) pairs, an s4tf.datasets.Batches, or an object whose __iter__ "
-            "returns a fresh iterator (or call fit for one epoch at a time).")
-
-
-def _no_batches(data, epoch: int, trained_before: bool) -> str:
-    if trained_before:
-        return (f"TrainingLoop: the training data gave no batches in epoch {epoch + 1}, after "
-                f"giving some in an earlier epoch of this fit: {type(data).__name__}'s "
-                "__iter__ does not start a new pass. Pass a list of (data, labels) pairs, an "
-                "s4tf.datasets.Batches, or an object whose __iter__ returns a fresh iterator.")
-    return (f"TrainingLoop: the training data ({type(data).__name__}) gave no batches in "
-            f"epoch {epoch + 1}: it is empty or used up. Give it at least one "
-            "(data, labels) batch.")
-
-
-def _length(iterable) -> int | None:
-    try:
-        return len(iterable)
-    except TypeError:
-        return None
-
