@@ -267,3 +267,15 @@ def test_an_interrupt_closes_the_live_progress_bar(monkeypatch):
     assert _loop_of(caught).step == STEPS_BEFORE
     # The traceback keeps the display alive: only closing it ends the bar.
     assert len(tqdm._instances) == open_before
+
+
+def test_an_interrupt_stops_the_prefetching_thread_of_the_pass():
+    rng = np.random.default_rng(0)
+    prefetching = Batches.from_arrays(rng.normal(size=(64, 3)).astype(np.float32),
+                                      rng.integers(0, 2, size=64), batch_size=4, prefetch=True)
+    threads_before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        run("naive", callbacks=[InterruptAtBatchStart()], training=prefetching)
+    assert _loop_of(caught).step == STEPS_BEFORE
+    # The traceback keeps the pass alive: only closing it stops (and joins) its thread.
+    assert threading.active_count() == threads_before
