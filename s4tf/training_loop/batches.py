@@ -136,14 +136,14 @@ def refuse_one_shot(data, role: str, epochs: int) -> None:
             "returns a fresh iterator (or call fit for one epoch at a time).")
 
 
-def no_batches_message(data, epoch: int, trained_before: bool) -> str:
-    """Why epoch ``epoch`` had no batch: used up after an earlier epoch, or empty."""
-    if trained_before:
-        return (f"TrainingLoop: the training data gave no batches in epoch {epoch + 1}, after "
+def no_batches_message(data, role: str, epoch: int, earlier: bool) -> str:
+    """Why the ``role`` data had no batch in ``epoch``: used up after an ``earlier`` epoch, or empty."""
+    if earlier:
+        return (f"TrainingLoop: the {role} data gave no batches in epoch {epoch + 1}, after "
                 f"giving some in an earlier epoch of this fit: {type(data).__name__}'s "
                 "__iter__ does not start a new pass. Pass a list of (data, labels) pairs, an "
                 "s4tf.datasets.Batches, or an object whose __iter__ returns a fresh iterator.")
-    return (f"TrainingLoop: the training data ({type(data).__name__}) gave no batches in "
+    return (f"TrainingLoop: the {role} data ({type(data).__name__}) gave no batches in "
             f"epoch {epoch + 1}: it is empty or used up. Give it at least one "
             "(data, labels) batch.")
 

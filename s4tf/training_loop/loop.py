@@ -229,14 +229,16 @@ class TrainingLoop:
         display = EpochDisplay(self.progress)
         try:
             self._fire("on_fit_start", self.model)
-            trained_before = False
             for epoch in range(initial_epoch, epochs):
-                self._train_epoch(epoch, epochs, display, trained_before)
-                trained_before = True
+                earlier = epoch > initial_epoch  # an epoch of this fit gave batches before
+                self._train_epoch(epoch, epochs, display, earlier)
                 logs = self._results(self.metrics)
                 if self.validation is not None:
-                    logs.update({f"val_{k}": v
-                                 for k, v in self.evaluate(self.model, self.validation).items()})
+                    results, count = self._evaluate(self.model, self.validation)
+                    if not count:
+                        raise ValueError(no_batches_message(self.validation, "validation",
+                                                            epoch, earlier))
+                    logs.update({f"val_{k}": v for k, v in results.items()})
                 display.end_epoch(logs)
                 self.history.append(logs)
                 self._fire("on_epoch_end", epoch, logs, self.model)
@@ -251,8 +253,8 @@ class TrainingLoop:
         return self.model
 
     def _train_epoch(self, epoch: int, epochs: int, display: EpochDisplay,
-                     trained_before: bool) -> None:
-        """One pass over the training data (``trained_before``: an earlier epoch of this fit ran)."""
+                     earlier: bool) -> None:
+        """One pass over the training data (``earlier``: an earlier epoch of this fit ran)."""
         self.epoch = epoch
         for metric in self.metrics:
             metric.reset()
@@ -279,7 +281,7 @@ class TrainingLoop:
         finally:
             batches.close()  # also on an interrupt: a prefetching pass stops its thread
         if not seen:
-            raise ValueError(no_batches_message(self.training, epoch, trained_before))
+            raise ValueError(no_batches_message(self.training, "training", epoch, earlier))
 
     def _step(self, batch: int, data, labels) -> None:
         """Train on one batch: gradient, update of ``self.model``, metric sums, barrier."""
@@ -328,14 +330,20 @@ class TrainingLoop:
         --------
         >>> # loop.evaluate(model, data.validation) -> {"loss": 0.21, "accuracy": 0.94}
         """
+        return self._evaluate(model, batches)[0]
+
+    def _evaluate(self, model, batches: Iterable) -> tuple[dict, int]:
+        """:meth:`evaluate`'s metrics, and how many batches they saw."""
         metrics = self._validation_metrics or [make_metric("loss")]
         for metric in metrics:
             metric.reset()
+        count = 0
         shown = EpochDisplay(self.progress).validation(batches, length(batches))
         try:
             with inference():
                 for index, batch in enumerate(shown):
                     data, labels = as_pair(batch, "validation", index)
+                    count += 1
                     if self.strategy is not None and divides(data, len(self.strategy.devices)):
                         data, labels = self.strategy.shard((data, labels))
                     output = model(data)
@@ -345,7 +353,7 @@ class TrainingLoop:
         finally:
             if shown is not batches:  # the display's counting pass: its bar closes now
                 shown.close()
-        return self._results(metrics)
+        return self._results(metrics), count
 
     def _dropped(self, display: EpochDisplay, short: int, full: int) -> None:
         display.shorten()

@@ -61,6 +61,10 @@ def test_data_that_gives_no_batches_in_a_later_epoch_raises_then():
     loop, model = make_loop([])
     with pytest.raises(ValueError, match=r"\(list\) gave no batches in epoch 1: it is empty"):
         loop.fit(model, epochs=1)
+    loop, model = make_loop(pairs(), validation=SharedPass())
+    with pytest.raises(ValueError, match=r"the validation data gave no batches in epoch 2"):
+        loop.fit(model, epochs=3)
+    assert loop.step == 4 and len(loop.history) == 1
 
 
 def test_a_batch_that_is_not_a_data_labels_pair_is_described():
