@@ -308,11 +308,11 @@ class TerminateOnNaN(Callback):
         self._held = None  # the lazy backend's last loss, read one step late
 
     def on_loss(self, loop, batch, loss) -> None:
-        if not loss._backend.lazy:
+        if not _lazy(loss):
             _check_loss(float(loss), loop.epoch, batch, loop.step + 1, late=False)
 
     def on_batch_end(self, loop, batch, loss) -> None:
-        if not loss._backend.lazy:
+        if not _lazy(loss):
             return
         # This step was launched by the barrier; reading the previous one's loss waits
         # for that step only, while the device runs this one.
@@ -327,6 +327,11 @@ class TerminateOnNaN(Callback):
         if held is not None:
             loss, epoch, batch, step = held
             _check_loss(float(loss), epoch, batch, step, late=True)
+
+
+def _lazy(loss) -> bool:
+    """Whether reading ``loss`` now would run (and wait for) work not launched yet."""
+    return isinstance(loss, Tensor) and loss._backend.lazy
 
 
 def _check_loss(value: float, epoch: int, batch: int, step: int, late: bool) -> None:

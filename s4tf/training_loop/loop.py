@@ -100,9 +100,11 @@ class TrainingLoop:
     model
         The model being trained: during :meth:`fit`, the model after the last
         finished step (the loop's only reference to it, so updates are in
-        place); after ``fit`` returns, the model it returned; after ``fit``
-        stops on an error or Ctrl-C, the model after the last finished step,
-        which the optimizer's state matches. ``None`` before the first fit.
+        place); after ``fit`` stops on an error or Ctrl-C, the model after the
+        last finished step, which the optimizer's state matches; after ``fit``
+        returns, the model it returned (an update of it outside the loop then
+        copies once, as for any model held twice; ``loop.model = None`` lets it
+        go). ``None`` before the first fit.
     epoch, step : int
         The current epoch (from 0) and the number of updates so far.
     history : list of dict
