@@ -40,8 +40,9 @@ class Strategy:
     ----------
     devices : sequence of jax devices, int, or None
         ``None``: every XLA device (after :func:`s4tf.distributed.initialize`,
-        those of every host). An int ``n``: the first ``n`` of them. A sequence:
-        exactly those devices.
+        those of every host). An int ``n`` (Python or NumPy): the first ``n``
+        of them. A sequence: exactly those devices. Anything else (``2.0``, a
+        string) raises ``TypeError`` saying what is accepted.
 
     Attributes
     ----------
