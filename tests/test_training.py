@@ -209,6 +209,33 @@ def test_early_stopping_stops_and_restores_the_best_model():
         np.testing.assert_array_equal(kept, leaf.numpy())
 
 
+class ScriptedLogs(s4tf.callbacks.Callback):
+    """Overwrite one metric of each epoch's logs with a scripted curve."""
+
+    def __init__(self, name, curve):
+        self.name, self.curve = name, iter(curve)
+
+    def on_epoch_end(self, loop, epoch, logs, model):
+        logs[self.name] = next(self.curve)
+
+
+@pytest.mark.parametrize(("monitor", "curve", "stopped"), [
+    # Binary-exact steps: a change of exactly min_delta (0.25) is not an improvement.
+    ("val_loss", [2.0, 1.5, 1.25, 1.0, 1.0], 2),      # 2.0 -> 1.5 improves; 1.5 -> 1.25 does not
+    ("val_loss", [2.0, 1.875, 1.0, 1.0, 1.0], 1),     # less than min_delta lower: no improvement
+    ("val_accuracy", [0.25, 0.625, 0.75, 1.0, 1.0], 2),  # 0.625 -> 0.75: less than min_delta
+    ("val_accuracy", [0.25, 0.5, 1.0, 1.0, 1.0], 1),     # exactly min_delta higher: no
+])
+@pytest.mark.parametrize("min_delta", [0.25, -0.25])  # the sign is ignored, as in Keras
+def test_early_stopping_counts_only_improvements_larger_than_min_delta(monitor, curve, stopped,
+                                                                       min_delta):
+    stop = s4tf.callbacks.EarlyStopping(monitor=monitor, patience=0, min_delta=min_delta)
+    model = MLP(inputs=3, width=4, classes=2)
+    loop = tiny_loop(model, callbacks=[ScriptedLogs(monitor, curve), stop])
+    loop.fit(model, epochs=5)
+    assert stop.stopped_epoch == stopped and len(loop.history) == stopped + 1
+
+
 def _digits_run(tmp_path, epochs, resume_from=None, state_path=None):
     data = datasets.Digits(batch_size=64, seed=0, prefetch=False)
     s4tf.random.seed(0)

@@ -11,7 +11,7 @@ leading axis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -40,8 +40,9 @@ class Strategy:
     ----------
     devices : sequence of jax devices, int, or None
         ``None``: every XLA device (after :func:`s4tf.distributed.initialize`,
-        those of every host). An int ``n``: the first ``n`` of them. A sequence:
-        exactly those devices.
+        those of every host). An int ``n`` (Python or NumPy): the first ``n``
+        of them. A sequence: exactly those devices. Anything else (``2.0``, a
+        string) raises ``TypeError`` saying what is accepted.
 
     Attributes
     ----------
@@ -56,10 +57,14 @@ class Strategy:
         name = type(self).__name__
         if devices is None:
             chosen = list(available)
-        elif isinstance(devices, bool):
-            raise TypeError(f"{name}(devices=...) takes devices, a count or None; "
-                            f"received {devices!r}.")
-        elif isinstance(devices, int):
+        elif isinstance(devices, (bool, str, bytes)) or not isinstance(
+                devices, (int, np.integer, Iterable)):
+            raise TypeError(
+                f"{name}(devices=...) takes None (every device), a count (an int, e.g. "
+                f"devices=2) or a sequence of jax devices (e.g. jax.devices()[:2]); received "
+                f"{devices!r} ({type(devices).__name__}).")
+        elif isinstance(devices, (int, np.integer)):
+            devices = int(devices)
             if not 1 <= devices <= len(available):
                 raise ValueError(
                     f"{name}(devices={devices}): there are {len(available)} XLA devices "
@@ -73,7 +78,8 @@ class Strategy:
                 raise ValueError(f"{name}(devices=[]): give at least one device.")
             unknown = [d for d in chosen if d not in available]
             if unknown:
-                raise ValueError(f"{name}: {unknown} are not among JAX's devices {available}.")
+                raise ValueError(f"{name}: {unknown} are not among JAX's devices {available}; "
+                                 "pass jax.Device objects (from jax.devices()) or a count.")
             if len(set(chosen)) != len(chosen):
                 raise ValueError(f"{name}: a device is listed twice in {chosen}.")
         self.devices = tuple(chosen)

@@ -8,11 +8,20 @@ True
 """
 
 from . import callbacks
-from .callbacks import Callback, CSVLogger, EarlyStopping, LearningRateScheduler, ModelCheckpoint
+from .callbacks import (
+    Callback,
+    CSVLogger,
+    EarlyStopping,
+    LearningRateScheduler,
+    ModelCheckpoint,
+    NonFiniteLossError,
+    TerminateOnNaN,
+)
 from .loop import TrainingLoop
 from .metrics import Accuracy, Mean, Metric, make_metric
 
 __all__ = [
     "Accuracy", "CSVLogger", "Callback", "EarlyStopping", "LearningRateScheduler", "Mean",
-    "Metric", "ModelCheckpoint", "TrainingLoop", "callbacks", "make_metric",
+    "Metric", "ModelCheckpoint", "NonFiniteLossError", "TerminateOnNaN", "TrainingLoop",
+    "callbacks", "make_metric",
 ]

@@ -1,10 +1,13 @@
 """Callbacks: code the training loop runs at its events.
 
 Events, in order: ``fit_start``, then per epoch ``epoch_start``, per batch
-``batch_start``, ``update_start`` (after the gradient, before the optimizer
-update; it may replace the gradient), ``batch_end``, then ``epoch_end`` (after
-validation, with the epoch's logs) and finally ``fit_end``. Any callback may
-stop training by setting ``loop.stop_training = True``.
+``batch_start``, ``loss`` (the batch's loss is computed), ``update_start``
+(after the gradient, before the optimizer update; it may replace the
+gradient), ``batch_end``, then ``epoch_end`` (after validation, with the
+epoch's logs) and finally ``fit_end``. Any callback may stop training by
+setting ``loop.stop_training = True`` (after the current batch), or at once by
+raising: ``fit`` re-raises, with ``loop.model`` the model after the last
+finished step.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from ..checkpoint import save, save_training_state
 from ..tensor import Tensor
 from ..tree import tree_map
 
-__all__ = ["CSVLogger", "Callback", "EarlyStopping", "LearningRateScheduler", "ModelCheckpoint"]
+__all__ = [
+    "CSVLogger", "Callback", "EarlyStopping", "LearningRateScheduler", "ModelCheckpoint",
+    "NonFiniteLossError", "TerminateOnNaN",
+]
 
 
 class Callback:
@@ -40,6 +46,9 @@ class Callback:
 
     def on_batch_start(self, loop, batch: int) -> None:
         """Batch ``batch`` of the epoch starts; ``loop.step`` counts all batches."""
+
+    def on_loss(self, loop, batch: int, loss: Tensor) -> None:
+        """Batch ``batch``'s ``loss`` (unread tensor) is computed; its update has not run yet."""
 
     def on_update_start(self, loop, gradients):
         """The gradient is known and the update is next; return a new gradient to replace it."""
@@ -241,3 +250,105 @@ class LearningRateScheduler(Callback):
     def on_batch_start(self, loop, batch) -> None:
         if self.per == "step":
             self._set(loop, loop.step)
+
+
+class NonFiniteLossError(FloatingPointError):
+    """A training loss was NaN or infinite (raised by :class:`TerminateOnNaN`).
+
+    Attributes
+    ----------
+    loss : float
+        The value read.
+    epoch, batch : int
+        Where it was computed, both counted from 0 (``loop.epoch`` and the
+        batch's index in that epoch).
+    step : int
+        The update that loss belongs to, counted from 1 over the whole run
+        (``loop.step`` once that update is applied).
+    """
+
+    def __init__(self, message: str, *, loss: float, epoch: int, batch: int, step: int):
+        super().__init__(message)
+        self.loss, self.epoch, self.batch, self.step = loss, epoch, batch, step
+
+
+class TerminateOnNaN(Callback):
+    """Stop training with :class:`NonFiniteLossError` when a loss is NaN or infinite.
+
+    :class:`s4tf.TrainingLoop` adds one by default (``terminate_on_nan=False``
+    turns that off). The error names the epoch, the batch, the step and the
+    value, and ``loop.model`` is left as follows:
+
+    - On an eager backend (naive, cupy) the loss is read as soon as it is
+      computed, before its update: ``loop.model`` is the model that gave the
+      non-finite loss, untouched by it (its last finite state when the loss
+      blew up because the parameters did), and the optimizer matches it.
+    - On the lazy xla backend, reading a step's loss at once would wait for
+      that step to finish on the device at every step. The loss is read one
+      step late instead, when the next step has been launched (what a live
+      progress bar does), and at the end of each epoch: the model has then
+      taken the bad step and the next one, and may hold NaNs. Keep
+      checkpoints (:class:`ModelCheckpoint`) to go back to a finite model.
+
+    Examples
+    --------
+    >>> import math, s4tf
+    >>> stop = s4tf.callbacks.TerminateOnNaN()
+    >>> class Loop:                 # what the callback reads of the loop
+    ...     epoch, step = 0, 6
+    >>> stop.on_fit_start(Loop, model=None)
+    >>> try:
+    ...     stop.on_loss(Loop, batch=2, loss=s4tf.Tensor(math.nan))
+    ... except s4tf.callbacks.NonFiniteLossError as error:
+    ...     print(error.epoch, error.batch, error.step, error.loss)
+    0 2 7 nan
+    """
+
+    def on_fit_start(self, loop, model) -> None:
+        self._held = None  # the lazy backend's last loss, read one step late
+
+    def on_loss(self, loop, batch, loss) -> None:
+        if not _lazy(loss):
+            _check_loss(float(loss), loop.epoch, batch, loop.step + 1, late=False)
+
+    def on_batch_end(self, loop, batch, loss) -> None:
+        if not _lazy(loss):
+            return
+        # This step was launched by the barrier; reading the previous one's loss waits
+        # for that step only, while the device runs this one.
+        self._check_held()
+        self._held = (loss, loop.epoch, batch, loop.step)
+
+    def on_epoch_end(self, loop, epoch, logs, model) -> None:
+        self._check_held()  # the epoch's line has read its sums: no wait left
+
+    def _check_held(self) -> None:
+        held, self._held = getattr(self, "_held", None), None
+        if held is not None:
+            loss, epoch, batch, step = held
+            _check_loss(float(loss), epoch, batch, step, late=True)
+
+
+def _lazy(loss) -> bool:
+    """Whether reading ``loss`` now would run (and wait for) work not launched yet."""
+    return isinstance(loss, Tensor) and loss._backend.lazy
+
+
+def _check_loss(value: float, epoch: int, batch: int, step: int, late: bool) -> None:
+    if math.isfinite(value):
+        return
+    where = (f"TerminateOnNaN: the training loss is {value} in epoch {epoch + 1} (loop.epoch "
+             f"== {epoch}), batch {batch} of that epoch, training step {step}.")
+    if late:
+        state = (" The lazy xla backend reads each loss one step late (reading it at once "
+                 "would wait for every step), so that step and the next were applied: "
+                 "loop.model is the model after them and may hold NaN; restore a checkpoint "
+                 "(ModelCheckpoint) to go back to a finite one.")
+    else:
+        state = (f" That step was not applied: loop.model is the model after step {step - 1}, "
+                 "which gave this loss, and the optimizer matches it.")
+    advice = (" Common causes: a learning rate too high, a log or a division of zero, NaN "
+              "or infinite values in the data. TrainingLoop(..., terminate_on_nan=False) "
+              "trains on regardless.")
+    raise NonFiniteLossError(where + state + advice, loss=value, epoch=epoch, batch=batch,
+                             step=step)

@@ -100,6 +100,12 @@ class EpochDisplay:
             parts += [f"{name}: {value:.4f}" for name, value in logs.items()]
             print(" - ".join(parts), file=self.file, flush=True)
 
+    def close(self) -> None:
+        """Close a bar an interrupted epoch left open, keeping what it showed."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
     def validation(self, batches: Iterable, total: int | None) -> Iterable:
         """``batches`` with a transient bar below the epoch's when live."""
         if not self.live:

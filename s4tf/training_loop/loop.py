@@ -1,23 +1,34 @@
 """``s4tf.TrainingLoop``: fit a model with progress bars, metrics and callbacks.
 
-The loop owns the one reference to the model while it trains, so
-``model = optimizer.update(model, gradients)`` can write the parameters in
-place (copy-on-write, DESIGN 1.6): no alias of the model is kept in a local
-variable, on the loop object or in a closure while the update runs.
+The loop's ``model`` attribute is the one reference to the model while it
+trains, so ``self.model = optimizer.update(self.model, gradients)`` can write
+the parameters in place (copy-on-write stores the result back into the place
+it read the model from; see HOW_IT_WORKS.md, "Copy-on-write"): no alias of the
+model is kept in a local variable or a closure while the update runs. Because
+the model lives on the loop, an interrupted ``fit`` (Ctrl-C, a failing
+callback) leaves ``loop.model`` holding the model after the last finished
+step, matching the optimizer.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..autodiff import value_with_gradient, without_derivative
 from ..backends.base import barrier
+from ..cow.interrupts import InterruptsDeferred
 from ..learning_phase import inference, training
-from ..tensor import Tensor
-from ..tree import tree_leaves
-from .callbacks import Callback
+from .batches import (
+    as_pair,
+    divides,
+    length,
+    no_batches_message,
+    refuse_one_shot,
+    same_size_batches,
+)
+from .callbacks import Callback, TerminateOnNaN
 from .display import EpochDisplay
 from .metrics import Metric, make_metric
 
@@ -78,9 +89,22 @@ class TrainingLoop:
         clear error says otherwise); the short last batch is dropped, as
         ``drop_remainder`` says. Validation batches are sharded when they
         divide and otherwise run whole on the replicated model.
+    terminate_on_nan : bool
+        Stop :meth:`fit` with :class:`~s4tf.callbacks.NonFiniteLossError` when
+        a training loss is NaN or infinite (default ``True``): the loop adds a
+        :class:`~s4tf.callbacks.TerminateOnNaN` in front of ``callbacks``
+        unless they hold one already. ``False`` trains on whatever the loss is.
 
     Attributes
     ----------
+    model
+        The model being trained: during :meth:`fit`, the model after the last
+        finished step (the loop's only reference to it, so updates are in
+        place); after ``fit`` stops on an error or Ctrl-C, the model after the
+        last finished step, which the optimizer's state matches; after ``fit``
+        returns, the model it returned (an update of it outside the loop then
+        copies once, as for any model held twice; ``loop.model = None`` lets it
+        go). ``None`` before the first fit.
     epoch, step : int
         The current epoch (from 0) and the number of updates so far.
     history : list of dict
@@ -106,7 +130,8 @@ class TrainingLoop:
     def __init__(self, *, training: Iterable, validation: Iterable | None = None, optimizer,
                  loss: Callable, metrics: Sequence = ("loss", "accuracy"),
                  callbacks: Sequence[Callback] = (), progress: bool = True,
-                 drop_remainder: bool | None = None, strategy=None):
+                 drop_remainder: bool | None = None, strategy=None,
+                 terminate_on_nan: bool = True):
         if not callable(loss):
             raise TypeError(f"loss must be a function such as s4tf.softmax_cross_entropy; "
                             f"received {loss!r}.")
@@ -126,6 +151,12 @@ class TrainingLoop:
         # Separate accumulators, so validating never disturbs the running training metrics.
         self._validation_metrics: list[Metric] = [copy.copy(m) for m in self.metrics]
         self.callbacks = list(callbacks)
+        if not isinstance(terminate_on_nan, bool):
+            raise TypeError(f"terminate_on_nan must be True or False; received "
+                            f"{terminate_on_nan!r}.")
+        if terminate_on_nan and not any(isinstance(c, TerminateOnNaN) for c in callbacks):
+            # First, so that no later callback saves or evaluates a non-finite model.
+            self.callbacks.insert(0, TerminateOnNaN())
         self.progress = progress
         self.drop_remainder = drop_remainder
         if strategy is not None and not (hasattr(strategy, "replicate")
@@ -133,6 +164,7 @@ class TrainingLoop:
             raise TypeError(f"strategy must be an s4tf.distributed strategy (DataParallel, "
                             f"FullySharded); received {strategy!r}.")
         self.strategy = strategy
+        self.model = None
         self.epoch = 0
         self.step = 0
         self.history: list[dict] = []
@@ -148,52 +180,98 @@ class TrainingLoop:
         schedules and callbacks see the numbers of the uninterrupted run, and
         a :class:`s4tf.datasets.Batches` shuffles as it would have in epoch
         ``initial_epoch``: the resumed run is bit-identical to an unbroken one.
+
+        While it trains, the loop holds the model in :attr:`model` and nowhere
+        else, so the optimizer updates it in place. When ``fit`` stops early,
+        by Ctrl-C (``KeyboardInterrupt``), an error in a callback or the data,
+        or :class:`~s4tf.callbacks.TerminateOnNaN`, it closes its progress bar
+        and its pass over the data, then re-raises; ``loop.model`` is then the
+        model after the last finished step, and the optimizer matches it:
+        ``loop.step`` updates were applied, in this fit and before. A Ctrl-C
+        during the optimizer's update is held back until the update is
+        applied and stored in ``loop.model``; pressing it again while one is
+        held back is not held back (inside the optimizer's own write phase,
+        the third press is not), so a hung update stays interruptible.
+        Neither ``on_epoch_end`` for the unfinished epoch nor ``on_fit_end``
+        runs.
+
+        To keep what was trained::
+
+            try:
+                model = loop.fit(model, epochs=10)
+            except KeyboardInterrupt:
+                model = loop.model          # after loop.step updates
+                s4tf.save_training_state("stopped.safetensors", model, loop.optimizer,
+                                         epoch=loop.epoch)
+
+        and to go on, call ``loop.fit(loop.model, epochs=10,
+        initial_epoch=loop.epoch)`` on the same loop (the step count carries
+        on), or restore the file in a new process and pass the epoch it
+        returns. Either way the interrupted epoch starts again from its first
+        batch, so its finished batches are trained twice; an uninterrupted
+        rerun is bit-identical only from an epoch boundary (a file written by
+        :class:`~s4tf.callbacks.ModelCheckpoint`).
         """
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be a positive int; received epochs={epochs!r}.")
         if not 0 <= initial_epoch <= epochs:
             raise ValueError(f"initial_epoch must be in [0, epochs={epochs}]; received "
                              f"initial_epoch={initial_epoch!r}.")
+        refuse_one_shot(self.training, "training", epochs - initial_epoch)
+        if self.validation is not None:
+            refuse_one_shot(self.validation, "validation", epochs - initial_epoch)
         self.stop_training = False
         self._told_about_drop = False
         if initial_epoch > 0 and self.step == 0:
             self.step = _updates_so_far(self.optimizer, initial_epoch)
         if self.strategy is not None:
             model = self.strategy.replicate(model)
-        self._fire("on_fit_start", model)
+        # From here on the loop's attribute is its only reference (see the module docstring).
+        self.model, model = model, None
         display = EpochDisplay(self.progress)
-        for epoch in range(initial_epoch, epochs):
-            self.epoch = epoch
-            for metric in self.metrics:
-                metric.reset()
-            self._fire("on_epoch_start", epoch)
-            if hasattr(self.training, "epoch"):
-                self.training.epoch = epoch  # the shuffle order of pass ``epoch``
-            display.start_epoch(epoch, epochs, _length(self.training))
-            batches = _same_size_batches(self.training, self.drop_remainder,
-                                         lambda short, full: self._dropped(display, short, full))
-            shown: dict = {}  # the running metrics as of the previous step
+        try:
+            self._fire("on_fit_start", self.model)
+            for epoch in range(initial_epoch, epochs):
+                earlier = epoch > initial_epoch  # an epoch of this fit gave batches before
+                self._train_epoch(epoch, epochs, display, earlier)
+                logs = self._results(self.metrics)
+                if self.validation is not None:
+                    results, count = self._evaluate(self.model, self.validation)
+                    if not count:
+                        raise ValueError(no_batches_message(self.validation, "validation",
+                                                            epoch, earlier))
+                    logs.update({f"val_{k}": v for k, v in results.items()})
+                display.end_epoch(logs)
+                self.history.append(logs)
+                self._fire("on_epoch_end", epoch, logs, self.model)
+                if self.stop_training:
+                    break
+        finally:
+            display.close()  # a bar left open by an interrupted epoch
+        for callback in self.callbacks:
+            replaced = callback.on_fit_end(self, self.model)
+            if replaced is not None:
+                self.model = replaced
+        return self.model
+
+    def _train_epoch(self, epoch: int, epochs: int, display: EpochDisplay,
+                     earlier: bool) -> None:
+        """One pass over the training data (``earlier``: an earlier epoch of this fit ran)."""
+        self.epoch = epoch
+        for metric in self.metrics:
+            metric.reset()
+        self._fire("on_epoch_start", epoch)
+        if hasattr(self.training, "epoch"):
+            self.training.epoch = epoch  # the shuffle order of pass ``epoch``
+        display.start_epoch(epoch, epochs, length(self.training))
+        batches = same_size_batches(self.training, self.drop_remainder,
+                                    lambda short, full: self._dropped(display, short, full))
+        shown: dict = {}  # the running metrics as of the previous step
+        seen = 0
+        try:
             for batch, (data, labels) in enumerate(batches):
-                if self.strategy is not None:
-                    data, labels = self.strategy.shard((data, labels))
-                self._fire("on_batch_start", batch)
-                with training():
-                    loss_value, output, gradients = self._gradient(model, data, labels)
-                for callback in self.callbacks:
-                    replaced = callback.on_update_start(self, gradients)
-                    if replaced is not None:
-                        gradients = replaced
-                # ``model`` is this frame's only reference: the update may be in place.
-                model = self.optimizer.update(model, gradients)
-                del gradients
-                # Before the barrier, so the metric sums join this step's compiled
-                # graph: every step's graph is then the same (lazy backend).
-                for metric in self.metrics:
-                    metric.update(loss_value, output, labels)
-                del output
-                barrier()
-                self.step += 1
-                self._fire("on_batch_end", batch, loss_value)
+                seen += 1
+                self._step(batch, data, labels)
                 # A live bar reads the metrics as of the previous step: that waits for
                 # the previous step only, so the device runs this one (the barrier
                 # returned at its launch) while the next is recorded. The epoch's
@@ -202,20 +280,39 @@ class TrainingLoop:
                 shown = {metric.name: metric.snapshot() for metric in self.metrics}
                 if self.stop_training:
                     break
-            batches.close()
-            logs = self._results(self.metrics)
-            if self.validation is not None:
-                logs.update({f"val_{k}": v for k, v in self.evaluate(model, self.validation).items()})
-            display.end_epoch(logs)
-            self.history.append(logs)
-            self._fire("on_epoch_end", epoch, logs, model)
-            if self.stop_training:
-                break
+        finally:
+            batches.close()  # also on an interrupt: a prefetching pass stops its thread
+        if not seen:
+            raise ValueError(no_batches_message(self.training, "training", epoch, earlier))
+
+    def _step(self, batch: int, data, labels) -> None:
+        """Train on one batch: gradient, update of ``self.model``, metric sums, barrier."""
+        if self.strategy is not None:
+            data, labels = self.strategy.shard((data, labels))
+        self._fire("on_batch_start", batch)
+        with training():
+            loss_value, output, gradients = self._gradient(self.model, data, labels)
+        self._fire("on_loss", batch, loss_value)
         for callback in self.callbacks:
-            replaced = callback.on_fit_end(self, model)
+            replaced = callback.on_update_start(self, gradients)
             if replaced is not None:
-                model = replaced
-        return model
+                gradients = replaced
+        # The model is read from and stored back into the loop's attribute in one
+        # statement, so the update may be in place. Ctrl-C waits until both the
+        # update and the step count are stored: ``loop.model`` and the optimizer
+        # then always agree (an update interrupted on its own would be applied
+        # and lost if the signal landed between its return and the store).
+        with InterruptsDeferred():
+            self.model = self.optimizer.update(self.model, gradients)
+            self.step += 1
+        del gradients
+        # Before the barrier, so the metric sums join this step's compiled
+        # graph: every step's graph is then the same (lazy backend).
+        for metric in self.metrics:
+            metric.update(loss_value, output, labels)
+        del output
+        barrier()
+        self._fire("on_batch_end", batch, loss_value)
 
     def _gradient(self, model, data, labels):
         kept = {}
@@ -235,19 +332,30 @@ class TrainingLoop:
         --------
         >>> # loop.evaluate(model, data.validation) -> {"loss": 0.21, "accuracy": 0.94}
         """
+        return self._evaluate(model, batches)[0]
+
+    def _evaluate(self, model, batches: Iterable) -> tuple[dict, int]:
+        """:meth:`evaluate`'s metrics, and how many batches they saw."""
         metrics = self._validation_metrics or [make_metric("loss")]
         for metric in metrics:
             metric.reset()
-        shown = EpochDisplay(self.progress).validation(batches, _length(batches))
-        with inference():
-            for data, labels in shown:
-                if self.strategy is not None and _divides(data, len(self.strategy.devices)):
-                    data, labels = self.strategy.shard((data, labels))
-                output = model(data)
-                loss_value = self._call_loss(output, labels)
-                for metric in metrics:
-                    metric.update(loss_value, output, labels)
-        return self._results(metrics)
+        count = 0
+        shown = EpochDisplay(self.progress).validation(batches, length(batches))
+        try:
+            with inference():
+                for index, batch in enumerate(shown):
+                    data, labels = as_pair(batch, "validation", index)
+                    count += 1
+                    if self.strategy is not None and divides(data, len(self.strategy.devices)):
+                        data, labels = self.strategy.shard((data, labels))
+                    output = model(data)
+                    loss_value = self._call_loss(output, labels)
+                    for metric in metrics:
+                        metric.update(loss_value, output, labels)
+        finally:
+            if shown is not batches:  # the display's counting pass: its bar closes now
+                shown.close()
+        return self._results(metrics), count
 
     def _dropped(self, display: EpochDisplay, short: int, full: int) -> None:
         display.shorten()
@@ -279,58 +387,3 @@ def _updates_so_far(optimizer, initial_epoch: int) -> int:
         "it one (the number of updates applied), or restore an s4tf optimizer with "
         "s4tf.load_training_state(path, like=model, optimizer=optimizer)."
     )
-
-
-def _divides(data, devices: int) -> bool:
-    size = _batch_size(data, None)
-    return size is not None and size % devices == 0
-
-
-def _batch_size(data, labels) -> int | None:
-    for leaf in tree_leaves((labels, data)):
-        if isinstance(leaf, Tensor) and leaf.rank:
-            return leaf.shape[0]
-    return None
-
-
-def _compiles_per_shape(data, labels) -> bool:
-    return any(isinstance(leaf, Tensor) and leaf._backend.compiles_per_shape
-               for leaf in tree_leaves((labels, data)))
-
-
-def _same_size_batches(batches: Iterable, drop: bool | None,
-                       on_drop: Callable[[int, int], None]) -> Iterator:
-    """``batches``, without a last batch smaller than the first when ``drop`` says so.
-
-    ``drop=None`` decides by the first batch's backend (drop where shapes cost
-    compiles). One batch is read ahead, to know which batch is the last.
-    ``on_drop(short, full)`` is told the sizes when a batch is left out.
-    """
-    iterator = iter(batches)
-    try:
-        held = next(iterator, None)
-        if held is None:
-            return
-        full = _batch_size(*held)
-        if drop is None:
-            drop = _compiles_per_shape(*held)
-        for following in iterator:
-            yield held
-            held = following
-        short = _batch_size(*held)
-        if drop and full is not None and short is not None and short < full:
-            on_drop(short, full)
-            return
-        yield held
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:  # a generator (a prefetching pass) stops its thread now
-            close()
-
-
-def _length(iterable) -> int | None:
-    try:
-        return len(iterable)
-    except TypeError:
-        return None
-

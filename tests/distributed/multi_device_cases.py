@@ -185,6 +185,29 @@ def test_fully_sharded_parameters_and_adam_slots_shrink_as_one_over_devices():
             assert metrics[-1]["collectives"] and metrics[-1]["devices"] == count
 
 
+def shard_shape(strategy, shape):
+    """The shape of device 0's piece of a tensor of ``shape`` laid out by ``strategy``."""
+    placed = strategy.replicate(s4tf.zeros(list(shape)))
+    return placed._data.buffer.addressable_shards[0].data.shape
+
+
+def test_fully_sharded_splits_the_largest_axis_that_divides_by_the_device_count():
+    strategy = distributed.FullySharded(min_size=1)
+    split = lambda shape, axis: tuple(n // 8 if a == axis else n for a, n in enumerate(shape))
+    assert shard_shape(strategy, (24, 16)) == split((24, 16), 0)
+    assert shard_shape(strategy, (16, 24)) == split((16, 24), 1)
+    assert shard_shape(strategy, (12, 16, 40)) == split((12, 16, 40), 2)
+    assert shard_shape(strategy, (12, 8, 6)) == split((12, 8, 6), 1)  # 12 is larger, 8 divides
+    assert shard_shape(strategy, (12, 6)) == (12, 6)  # no axis divides: whole on every device
+
+
+def test_fully_sharded_min_size_is_the_smallest_size_that_is_split():
+    # 32 values: split when min_size is 32, whole on every device when it is 33.
+    assert shard_shape(distributed.FullySharded(min_size=32), (8, 4)) == (1, 4)
+    assert shard_shape(distributed.FullySharded(min_size=33), (8, 4)) == (8, 4)
+    assert shard_shape(distributed.FullySharded(min_size=31), (8, 4)) == (1, 4)
+
+
 def test_a_batch_that_does_not_divide_names_both_numbers():
     strategy = distributed.DataParallel()
     with pytest.raises(ValueError, match=r"batch of 10 examples does not divide across 8 devices"):

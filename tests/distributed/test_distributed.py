@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -49,6 +50,21 @@ def test_device_choices_are_checked():
     with pytest.raises(ValueError, match="min_size"):
         distributed.FullySharded(min_size=0)
     assert distributed.DataParallel(devices=1).devices == tuple(jax.devices()[:1])
+
+
+@pytest.mark.parametrize("strategy", [distributed.DataParallel, distributed.FullySharded])
+def test_devices_of_another_kind_are_refused_saying_what_is_accepted(strategy):
+    for wrong in (2.0, "cpu", object()):
+        with pytest.raises(TypeError, match=r"devices=\.\.\.\) takes None \(every device\), a count "
+                                            r"\(an int, e.g. devices=2\) or a sequence of jax "
+                                            rf"devices.*received {re.escape(repr(wrong))}"):
+            strategy(devices=wrong)
+    with pytest.raises(ValueError, match=r"\[2\] are not among JAX's devices.*or a count"):
+        strategy(devices=[2])
+    first = tuple(jax.devices()[:1])
+    assert strategy(devices=np.int64(1)).devices == first  # NumPy ints count too
+    assert strategy(devices=(d for d in first)).devices == first
+    assert strategy(devices=np.array(first)).devices == first
 
 
 def test_tensor_devices_on_every_backend():
