@@ -100,6 +100,9 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
     ((3, 2), 1)
     """
     arrays, metadata = read_file(path, TRAINING_FORMAT)
+    # Everything that can be refused is read before the optimizer and the
+    # global random state are changed.
+    epoch, extra = _epoch(metadata, path), _json(metadata, "extra", path)
     model = restore(_json(metadata, "model", path), arrays, like, path, prefix=_MODEL)
     if optimizer is not None:
         if "optimizer" not in metadata:
@@ -126,11 +129,21 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
         if isinstance(error, CheckpointError):
             raise
         raise CheckpointError(f"{path!r} has a damaged 'rng' entry in its metadata ({error}).") from None
-    try:
-        epoch = int(metadata["epoch"])
-    except (KeyError, ValueError):
-        raise CheckpointError(f"{path!r} has no valid 'epoch' entry in its metadata.") from None
-    return TrainingState(model, epoch, _json(metadata, "extra", path))
+    return TrainingState(model, epoch, extra)
+
+
+def _epoch(metadata: dict, path) -> int:
+    text = metadata.get("epoch")
+    # save_training_state writes str(epoch) of a non-negative int: ASCII digits
+    # only, so "-1", "2.5" and " 3" are edits, as is a missing entry.
+    if isinstance(text, str) and text.isascii() and text.isdigit():
+        return int(text)
+    found = "no 'epoch' entry" if text is None else f"the 'epoch' entry {text!r}"
+    raise CheckpointError(
+        f"{path!r} has {found} in its metadata; it must be a non-negative int (the epochs "
+        "finished), as save_training_state writes it. The file was edited or damaged: save "
+        "the training state again."
+    )
 
 
 def _backend_of(model):

@@ -313,3 +313,17 @@ def test_a_damaged_random_state_in_a_training_state_is_a_checkpoint_error(tmp_pa
     save_file(arrays, path, metadata=metadata)
     with pytest.raises(s4tf.CheckpointError, match="damaged 'rng' entry"):
         s4tf.load_training_state(path)
+
+
+@pytest.mark.parametrize("epoch", ["-1", "-40", "2.5", "", "true"])
+def test_an_epoch_that_is_not_a_count_of_finished_epochs_is_refused(tmp_path, epoch):
+    path = tmp_path / "run.safetensors"
+    s4tf.save_training_state(path, typed(), epoch=1)
+    arrays, metadata = read_file(path, "s4tf.training_state/1")
+    metadata["epoch"] = epoch
+    save_file(arrays, path, metadata=metadata)
+    with pytest.raises(s4tf.CheckpointError) as caught:
+        s4tf.load_training_state(path)
+    message = str(caught.value)
+    assert str(path) in message and f"'epoch' entry {epoch!r}" in message
+    assert "non-negative int" in message and "save_training_state" in message
