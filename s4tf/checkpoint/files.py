@@ -196,7 +196,7 @@ def restore(structure, arrays: dict, like, path, prefix: str = ""):
     if prefix:
         arrays = under(arrays, prefix)
     if like is None:
-        return decode(structure, arrays, _tensor_on_current_backend)
+        return decode_section(structure, arrays, _tensor_on_current_backend, path, prefix)
     expected: dict = {}
     objects: list = []
     like_structure = encode(like, expected, objects=objects)
@@ -207,6 +207,47 @@ def restore(structure, arrays: dict, like, path, prefix: str = ""):
         return _from_numpy(array, as_dtype(array.dtype), backend=template._backend)
 
     return decode(like_structure, arrays, make_tensor, objects=objects)
+
+
+class _Reads(dict):
+    """A file's arrays, remembering the keys decoding read."""
+
+    def __init__(self, arrays: dict):
+        super().__init__(arrays)
+        self.read: set = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def decode_section(structure, arrays: dict, make_tensor, path, prefix: str = "",
+                   differentiable: bool | None = None):
+    """:func:`~s4tf.checkpoint.structure.decode` over one section of a file, which it must use whole.
+
+    ``arrays`` are the section's (``prefix`` removed). A tensor the structure
+    never names is refused as an unexpected key, and every error names the file.
+    """
+    reads = _Reads(arrays)
+    try:
+        value = decode(structure, reads, make_tensor, differentiable=differentiable)
+    except CheckpointError as error:
+        raise CheckpointError(f"Cannot load {os.fspath(path)!r}: {error}") from None
+    refuse_unexpected(sorted(prefix + key for key in set(arrays) - reads.read), path)
+    return value
+
+
+def refuse_unexpected(keys: list, path) -> None:
+    """Raise :class:`CheckpointError` listing ``keys``: tensors of the file nothing reads."""
+    if keys:
+        raise CheckpointError("\n".join([
+            f"The checkpoint {os.fspath(path)!r} holds tensors its recorded structure has no "
+            "place for:",
+            *mismatch_lines([], keys, [], unexpected_means="in the file, not in the model it "
+                            "describes"),
+            "s4tf never writes such files: it was edited, damaged or written by another "
+            "program. Save the model again with s4tf.save (or s4tf.save_training_state).",
+        ]))
 
 
 def _tensor_on_current_backend(array, key):

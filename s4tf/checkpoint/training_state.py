@@ -11,8 +11,17 @@ from ..creation import _from_numpy
 from ..dtypes import as_dtype
 from ..tensor import Tensor
 from ..tree import tree_leaves
-from .files import _json, encode_into, read_file, restore, under, write_file
-from .structure import CheckpointError, decode, is_finite_json
+from .files import (
+    _json,
+    decode_section,
+    encode_into,
+    read_file,
+    refuse_unexpected,
+    restore,
+    under,
+    write_file,
+)
+from .structure import CheckpointError, is_finite_json
 
 __all__ = ["TrainingState", "load_training_state", "save_training_state"]
 
@@ -103,6 +112,8 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
     # Everything that can be refused is read before the optimizer and the
     # global random state are changed.
     epoch, extra = _epoch(metadata, path), _json(metadata, "extra", path)
+    sections = (_MODEL, _OPTIMIZER) if "optimizer" in metadata else (_MODEL,)
+    refuse_unexpected(sorted(key for key in arrays if not key.startswith(sections)), path)
     model = restore(_json(metadata, "model", path), arrays, like, path, prefix=_MODEL)
     if optimizer is not None:
         if "optimizer" not in metadata:
@@ -117,10 +128,11 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
                 f"{type(optimizer).__qualname__} was passed; pass the same kind of optimizer."
             )
         backend = _backend_of(model)
-        state = decode(
+        state = decode_section(
             _json(metadata, "optimizer", path),
             under(arrays, _OPTIMIZER),
             lambda array, key: _from_numpy(array, as_dtype(array.dtype), backend=backend),
+            path, _OPTIMIZER, differentiable=False,
         )
         optimizer.load_state_dict(state)
     try:
