@@ -34,7 +34,7 @@ import os
 import numpy as np
 
 from ..checkpoint.files import read_arrays, restore
-from ..checkpoint.key_report import mismatch_lines
+from ..checkpoint.key_report import as_float_weights, mismatch_lines
 from ..checkpoint.structure import CheckpointError
 from .transformer import _GPT2_SIZES, TransformerLM
 
@@ -113,7 +113,8 @@ def load_gpt2(path, heads: int | None = None, dropout: float = 0.0) -> Transform
     same width and depth (small, medium, large, xl); otherwise loading stops
     and asks for ``heads=``. LayerNorm epsilon comes from the config's
     ``layer_norm_epsilon`` (default 1e-5). Weights in float16 or float64 are
-    converted to float32. Only safetensors files are read: a
+    converted to float32; integer and bool weights, and float64 values beyond
+    float32's range, are refused. Only safetensors files are read: a
     ``pytorch_model.bin`` is a pickle and can run code when loaded.
 
     Parameters
@@ -162,11 +163,10 @@ def load_gpt2(path, heads: int | None = None, dropout: float = 0.0) -> Transform
     heads = _heads(heads, config, width, depth, path)
     epsilon = float(config.get("layer_norm_epsilon", 1e-5))
     names = _names(depth)
-    _check_keys(arrays, names, vocab_size, context, width, depth, path)
+    cast = _check_keys(arrays, names, vocab_size, context, width, depth, path)
     model = TransformerLM(vocab_size=int(vocab_size), context=int(context), width=int(width),
                           depth=depth, heads=heads, dropout=dropout, epsilon=epsilon)
-    ours = {names[hf]: np.ascontiguousarray(array, dtype=np.float32)
-            for hf, array in arrays.items() if hf in names}
+    ours = {names[hf]: np.ascontiguousarray(array) for hf, array in cast.items()}
     return restore(None, ours, model, path)
 
 
@@ -220,7 +220,8 @@ def _heads(heads, config: dict, width: int, depth: int, path: str) -> int:
     return int(heads)
 
 
-def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, path) -> None:
+def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, path) -> dict:
+    """The file's weights as float32 (Hugging Face names), or a CheckpointError listing misfits."""
     expected = {"wte.weight": (vocab_size, width), "wpe.weight": (context, width),
                 "ln_f.weight": (width,), "ln_f.bias": (width,)}
     block_shapes = {"ln_1.weight": (width,), "ln_1.bias": (width,),
@@ -239,11 +240,10 @@ def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, pa
     misshaped = [f"{key}: file has {tuple(arrays[key].shape)}, expected {shape}"
                  for key, shape in sorted(expected.items())
                  if key in arrays and tuple(arrays[key].shape) != shape]
-    not_float = [f"{key}: {arrays[key].dtype}" for key in sorted(set(expected) & set(arrays))
-                 if not np.issubdtype(arrays[key].dtype, np.floating)]
-    lines = mismatch_lines(missing, unexpected, misshaped)
-    if not_float:
-        lines.append(f"  keys that are not floating point: {', '.join(not_float)}")
+    present = sorted(set(expected) & set(arrays))
+    cast, dtype_lines = as_float_weights({key: arrays[key] for key in present},
+                                         dict.fromkeys(present, np.float32))
+    lines = mismatch_lines(missing, unexpected, misshaped) + dtype_lines
     if "lm_head.weight" in arrays and "wte.weight" in arrays and not (
             arrays["lm_head.weight"].shape == arrays["wte.weight"].shape
             and np.array_equal(arrays["lm_head.weight"], arrays["wte.weight"])):
@@ -256,3 +256,4 @@ def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, pa
             f"{context}, width {width}, {depth} blocks "
             "inferred from wte/wpe and the h.{i} keys):\n" + "\n".join(lines)
         )
+    return cast

@@ -110,6 +110,21 @@ def test_half_precision_weights_load_as_float32(tmp_path):
                                model(s4tf.Tensor(TOKENS)).numpy(), atol=0.05, rtol=0.05)
 
 
+def test_weights_that_are_not_floating_point_or_overflow_float32_are_refused(tmp_path):
+    arrays = {k: v.astype(np.float64) for k, v in gpt2_state_dict(random_model()).items()}
+    arrays["h.0.mlp.c_fc.weight"][0, 0] = -1e39  # finite in float64, -inf in float32
+    arrays["h.1.ln_1.bias"] = arrays["h.1.ln_1.bias"].astype(np.int32)
+    path = write(tmp_path / "model.safetensors", arrays)
+    with pytest.raises(CheckpointError) as error:
+        load_gpt2(path, heads=2)
+    message = str(error.value)
+    assert str(path) in message
+    assert "keys that are not floating point: h.1.ln_1.bias: int32" in message
+    assert ("values too large for the model's dtype (they would become inf): h.0.mlp.c_fc.weight: "
+            "float64 up to 1e+39, float32 holds up to 3.4e+38") in message
+    assert "model.float()" in message and "export it again" in message
+
+
 def _hugging_face_gpt2():
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
