@@ -111,13 +111,17 @@ def _check_regular_file(path: str, written_by: str = "s4tf.save") -> None:
                                 "writes it).") from None
     if stat.S_ISREG(mode):
         return
-    what = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+    raise CheckpointError(
+        f"{path!r} is {file_kind(mode)}, not a checkpoint file; pass the path of a file written "
+        f"by {written_by}."
+    )
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``os.stat`` mode ``mode`` is, for an error that refuses to read it."""
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-    raise CheckpointError(
-        f"{path!r} is {what}, not a checkpoint file; pass the path of a file written by "
-        f"{written_by}."
-    )
 
 
 def _json(metadata: dict, name: str, path):

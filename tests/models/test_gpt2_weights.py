@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -99,6 +103,79 @@ def test_a_variant_gpt2_config_is_rejected(tmp_path):
                  {"n_head": 2, "activation_function": "relu"})
     with pytest.raises(CheckpointError, match="activation_function='relu'"):
         load_gpt2(path)
+
+
+def with_raw_config(tmp_path, text: str):
+    path = write(tmp_path / "model.safetensors", gpt2_state_dict(random_model()))
+    (tmp_path / "config.json").write_text(text)
+    return path, str(tmp_path / "config.json")
+
+
+@pytest.mark.parametrize("text, complaint", [
+    ('{"n_head": 2,', "is not valid JSON (Expecting property name enclosed in double quotes: "
+                      "line 1 column 14 (char 13))"),
+    ("\xff\xfe", "is not valid JSON"),
+    ("[2, 1e-5]", "holds a JSON list, not an object of GPT-2 settings"),
+    ('"n_head"', "holds a JSON str, not an object of GPT-2 settings"),
+    ('{"n_head": 0}', "field 'n_head' is 0; it must be a positive int"),
+    ('{"n_head": -2}', "field 'n_head' is -2; it must be a positive int"),
+    ('{"n_head": "2"}', "field 'n_head' is '2' (a str); it must be a positive int"),
+    ('{"n_head": 2.0}', "field 'n_head' is 2.0 (a float); it must be a positive int"),
+    ('{"n_head": true}', "field 'n_head' is True (a bool); it must be a positive int"),
+    ('{"n_head": 2, "layer_norm_epsilon": "1e-5"}',
+     "field 'layer_norm_epsilon' is '1e-5' (a str); it must be a positive number"),
+    ('{"n_head": 2, "layer_norm_epsilon": -1}',
+     "field 'layer_norm_epsilon' is -1; it must be a positive number"),
+    ('{"n_head": 2, "layer_norm_epsilon": NaN}',
+     "field 'layer_norm_epsilon' is nan; it must be a positive number"),
+    ('{"n_head": 2, "activation_function": 7}',
+     "field 'activation_function' is 7 (an int); it must be a str"),
+    ('{"n_head": 2, "scale_attn_weights": "false"}',
+     "field 'scale_attn_weights' is 'false' (a str); it must be true or false"),
+])
+def test_a_bad_config_json_names_the_file_and_the_field(tmp_path, text, complaint):
+    path, config = with_raw_config(tmp_path, text)
+    with pytest.raises(CheckpointError) as error:
+        load_gpt2(path)
+    message = str(error.value)
+    assert repr(config) in message and complaint in message
+    assert "fix or remove config.json" in message  # the way out
+
+
+def test_heads_given_to_the_loader_need_no_n_head_and_must_be_positive(tmp_path):
+    path, _ = with_raw_config(tmp_path, '{"n_head": "two"}')
+    assert load_gpt2(path, heads=2).blocks[0].attention.heads == 2  # config's n_head unused
+    for heads in (0, -2, 2.0, "2", True):
+        with pytest.raises(ValueError, match=rf"heads must be a positive int; received heads="
+                                             rf"{heads!r}"):
+            load_gpt2(path, heads=heads)
+
+
+def test_an_oversized_config_json_is_refused_without_reading_it_whole(tmp_path):
+    path, config = with_raw_config(tmp_path, '{"n_head": 2, "pad": "' + "x" * (2 << 20) + '"}')
+    with pytest.raises(CheckpointError, match=r"config\.json' is 2\.0 MiB; a GPT-2 config is a "
+                                              r"few KiB"):
+        load_gpt2(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+def test_a_fifo_config_json_is_refused_at_once(tmp_path):
+    path = write(tmp_path / "model.safetensors", gpt2_state_dict(random_model()))
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    # Reading the FIFO would wait for a writer forever; this writer turns such a
+    # hang into a slow failure instead of a stuck suite.
+    rescue = subprocess.Popen(["sh", "-c", f"sleep 3; echo '{{}}' > '{fifo}'"],
+                              start_new_session=True)
+    try:
+        start = time.monotonic()
+        with pytest.raises(CheckpointError, match=r"config\.json' is a FIFO \(named pipe\), "
+                                                  r"not a file"):
+            load_gpt2(path, heads=2)
+        assert time.monotonic() - start < 1.0
+    finally:
+        os.killpg(rescue.pid, signal.SIGKILL)
+        rescue.wait()
 
 
 def test_half_precision_weights_load_as_float32(tmp_path):
