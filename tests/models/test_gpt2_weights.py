@@ -55,6 +55,41 @@ def test_round_trip_through_the_hugging_face_layout(tmp_path):
                                   model(s4tf.Tensor(TOKENS)).numpy())
 
 
+def numpy_gpt2_attention(x, arrays, block: int, heads: int):
+    """Hugging Face's ``GPT2Attention.forward`` in NumPy, on the file's own tensors.
+
+    ``c_attn`` is a Conv1D, ``x @ weight + bias`` with ``weight`` ``(width,
+    3 * width)``; its output splits into query, key and value along the last
+    axis (``.split(width, dim=2)``), each into ``heads`` consecutive groups.
+    """
+    batch, length, width = x.shape
+    size = width // heads
+    fused = x @ arrays[f"h.{block}.attn.c_attn.weight"] + arrays[f"h.{block}.attn.c_attn.bias"]
+    q, k, v = (t.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
+               for t in np.split(fused, 3, axis=-1))
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(size)
+    scores = np.where(np.tril(np.ones((length, length), bool)), scores, -np.inf)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    joined = (weights @ v).transpose(0, 2, 1, 3).reshape(batch, length, width)
+    return joined @ arrays[f"h.{block}.attn.c_proj.weight"] + arrays[f"h.{block}.attn.c_proj.bias"]
+
+
+def test_c_attn_splits_into_queries_keys_values_as_hugging_face_does(tmp_path):
+    # The file is written from random tensors of the Hugging Face names and
+    # shapes, not by gpt2_state_dict, so that a loader and a writer that agree
+    # on a wrong column order (keys before queries, heads interleaved) fail.
+    rng = np.random.default_rng(7)
+    shapes = {key: value.shape for key, value in gpt2_state_dict(random_model(heads=2)).items()}
+    arrays = {key: rng.normal(size=shape).astype(np.float32) for key, shape in shapes.items()}
+    model = load_gpt2(write(tmp_path / "model.safetensors", arrays), heads=2)
+    x = rng.normal(size=(2, 5, 8)).astype(np.float32)
+    for block in (0, 1):
+        want = numpy_gpt2_attention(x.astype(np.float64), arrays, block, heads=2)
+        got = model.blocks[block].attention(s4tf.Tensor(x)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_heads_and_epsilon_come_from_config_json(tmp_path):
     model = random_model(heads=4)
     path = write(tmp_path / "model.safetensors", gpt2_state_dict(model),
