@@ -175,6 +175,10 @@ def load(path, like=None, *, strategy=None):
         listing the missing, unexpected and mis-shaped keys. Without ``like``,
         the model is rebuilt from the recorded structure; its classes must be
         defined in the running program (nothing is imported or unpickled).
+        Then every tensor of the file must be used, a differentiable field
+        must hold floating point, and a library layer's tensors must fit each
+        other (a bias of shape ``(1,)`` or a transposed weight is refused):
+        a :class:`CheckpointError` names the file and the field.
     strategy : s4tf.distributed.Strategy, optional
         Lay the loaded model out on the strategy's devices
         (``strategy.replicate``), as the saved one was: a file holds one copy
