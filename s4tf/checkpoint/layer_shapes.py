@@ -12,6 +12,7 @@ it), so this module imports no layer; a subclass is held to its base's shapes.
 
 from __future__ import annotations
 
+from ..differentiable import State
 from ..tensor import Tensor
 from .errors import CheckpointError
 
@@ -80,7 +81,8 @@ def _declared(cls: type) -> tuple[str, dict] | None:
 
 
 def _shape(value) -> tuple | None:
-    value = getattr(value, "value", value)  # a State cell holds its tensor
+    if isinstance(value, State):  # BatchNorm's running statistics
+        value = value.value
     return tuple(value.shape) if isinstance(value, Tensor) else None
 
 

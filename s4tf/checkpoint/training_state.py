@@ -109,8 +109,8 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
     ((3, 2), 1)
     """
     arrays, metadata = read_file(path, TRAINING_FORMAT)
-    # Everything that can be refused is read before the optimizer and the
-    # global random state are changed.
+    # The epoch, extra and stray tensors are checked before anything decodes,
+    # so that such a file changes neither the optimizer nor the random state.
     epoch, extra = _epoch(metadata, path), _json(metadata, "extra", path)
     sections = (_MODEL, _OPTIMIZER) if "optimizer" in metadata else (_MODEL,)
     refuse_unexpected(sorted(key for key in arrays if not key.startswith(sections)), path)
