@@ -253,22 +253,26 @@ def _read_config(config_path: str) -> bytes:
     # Opened without blocking, then asked what it is: a FIFO opens at once and
     # is refused instead of waiting for a writer forever, and nothing can swap
     # the file between a check and the open. Regular files only, of bounded size.
-    descriptor = os.open(config_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        descriptor = os.open(config_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:  # a dangling link, no permission
+        raise CheckpointError(f"{config_path!r} cannot be opened ({error.strerror}); "
+                              f"{_CONFIG_FIX}.") from None
     with os.fdopen(descriptor, "rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise CheckpointError(f"{config_path!r} is {file_kind(mode)}, not a file; "
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise CheckpointError(f"{config_path!r} is {file_kind(status.st_mode)}, not a file; "
                                   f"{_CONFIG_FIX}.")
         text = file.read(_CONFIG_LIMIT + 1)
     if len(text) > _CONFIG_LIMIT:
-        size = max(len(text), os.path.getsize(config_path))
+        size = max(len(text), status.st_size)
         raise CheckpointError(f"{config_path!r} is {size / 2**20:.1f} MiB; a GPT-2 config is a "
                               f"few KiB, so this is not one: {_CONFIG_FIX}.")
     return text
 
 
 def _json_type(value) -> str:
-    return {list: "list", str: "str", int: "number", float: "number", bool: "boolean",
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean",
             type(None): "null"}.get(type(value), type(value).__name__)
 
 

@@ -151,7 +151,7 @@ def with_raw_config(tmp_path, text: str):
                       "line 1 column 14 (char 13))"),
     ("\xff\xfe", "is not valid JSON"),
     ("[2, 1e-5]", "holds a JSON list, not an object of GPT-2 settings"),
-    ('"n_head"', "holds a JSON str, not an object of GPT-2 settings"),
+    ('"n_head"', "holds a JSON string, not an object of GPT-2 settings"),
     ('{"n_head": 0}', "field 'n_head' is 0; it must be a positive int"),
     ('{"n_head": -2}', "field 'n_head' is -2; it must be a positive int"),
     ('{"n_head": "2"}', "field 'n_head' is '2' (a str); it must be a positive int"),
@@ -184,6 +184,13 @@ def test_heads_given_to_the_loader_need_no_n_head_and_must_be_positive(tmp_path)
         with pytest.raises(ValueError, match=rf"heads must be a positive int; received heads="
                                              rf"{heads!r}"):
             load_gpt2(path, heads=heads)
+
+
+def test_a_dangling_config_json_link_is_named(tmp_path):
+    path = write(tmp_path / "model.safetensors", gpt2_state_dict(random_model()))
+    (tmp_path / "config.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(CheckpointError, match=r"config\.json' cannot be opened \(No such file"):
+        load_gpt2(path, heads=2)
 
 
 def test_an_oversized_config_json_is_refused_without_reading_it_whole(tmp_path):
