@@ -6,7 +6,8 @@ broadcasts (shape ``(1,)``) or whose weight is transposed would load and
 compute something else, or fail far from the cause. :data:`SHAPES` describes
 each library layer's tensors with named sizes: a name used twice must be the
 same size, ``"in*multiplier"`` is the product of two named sizes, an int is
-that size. A layer is known by its qualified class name (as the file records
+that size; a product whose factors no axis names alone (``"4*hidden"``) or a
+sum (``"in+hidden"``) is a size of its own. A layer is known by its qualified class name (as the file records
 it), so this module imports no layer; a subclass is held to its base's shapes.
 """
 
@@ -19,8 +20,8 @@ from .errors import CheckpointError
 __all__ = ["SHAPES", "check_shapes"]
 
 _LAYERS = "s4tf.layers."
-_CONV = {"filter": ("in", "out"), "bias": ("out",)}  # after the window's axes
-_TRANSPOSED = {"filter": ("out", "in"), "bias": ("out",)}
+_CONV = ("in", "out")  # a filter's channel axes, after its window's
+_TRANSPOSED = ("out", "in")
 _NORM = {"offset": ("features",), "scale": ("features",)}
 _GRU = {f"{gate}_{part}": shape for gate in ("update", "reset", "output")
         for part, shape in (("kernel", ("in", "hidden")),
@@ -28,9 +29,9 @@ _GRU = {f"{gate}_{part}": shape for gate in ("update", "reset", "output")
                             ("bias", ("hidden",)), ("recurrent_bias", ("hidden",)))}
 
 
-def _windowed(fields: dict, window: tuple, *names: str) -> dict:
-    """``fields`` with the window's axes before the channel axes of ``names``."""
-    return {field: (window + shape if field in names else shape) for field, shape in fields.items()}
+def _windowed(channels: tuple, window: tuple) -> dict:
+    """A convolution's shapes: ``filter`` ``(*window, *channels)``, ``bias`` ``(out,)``."""
+    return {"filter": window + channels, "bias": ("out",)}
 
 
 # Qualified class name -> {tensor field: its shape in named sizes}. A field
@@ -38,14 +39,12 @@ def _windowed(fields: dict, window: tuple, *names: str) -> dict:
 SHAPES: dict[str, dict[str, tuple]] = {
     _LAYERS + "dense.Dense": {"weight": ("in", "out"), "bias": ("out",)},
     _LAYERS + "embedding.Embedding": {"embeddings": ("vocabulary", "width")},
-    _LAYERS + "convolutional.Conv1D": _windowed(_CONV, ("width",), "filter"),
-    _LAYERS + "convolutional.Conv2D": _windowed(_CONV, ("height", "width"), "filter"),
-    _LAYERS + "convolutional.Conv3D": _windowed(_CONV, ("depth", "height", "width"), "filter"),
-    _LAYERS + "transposed.TransposedConv1D": _windowed(_TRANSPOSED, ("width",), "filter"),
-    _LAYERS + "transposed.TransposedConv2D": _windowed(_TRANSPOSED, ("height", "width"),
-                                                       "filter"),
-    _LAYERS + "transposed.TransposedConv3D": _windowed(_TRANSPOSED, ("depth", "height", "width"),
-                                                       "filter"),
+    _LAYERS + "convolutional.Conv1D": _windowed(_CONV, ("width",)),
+    _LAYERS + "convolutional.Conv2D": _windowed(_CONV, ("height", "width")),
+    _LAYERS + "convolutional.Conv3D": _windowed(_CONV, ("depth", "height", "width")),
+    _LAYERS + "transposed.TransposedConv1D": _windowed(_TRANSPOSED, ("width",)),
+    _LAYERS + "transposed.TransposedConv2D": _windowed(_TRANSPOSED, ("height", "width")),
+    _LAYERS + "transposed.TransposedConv3D": _windowed(_TRANSPOSED, ("depth", "height", "width")),
     _LAYERS + "convolutional.DepthwiseConv2D": {
         "filter": ("height", "width", "in", "multiplier"), "bias": ("in*multiplier",)},
     _LAYERS + "convolutional.SeparableConv1D": {
