@@ -2,6 +2,8 @@
 
 The bytes go to a temporary file in the target's directory, which is renamed
 over the target only when complete, so a reader never sees half a checkpoint.
+A target that is a symbolic link is followed: the file it points to is the one
+replaced (the temporary file goes beside it), and the link stays a link.
 A process killed mid-write (SIGKILL, power loss) cannot delete its temporary
 file; its name therefore records the writer, ``.<target>.s4tf-<host>-<pid>-
 <random>.tmp``, and every later write into the directory removes such files
@@ -31,7 +33,8 @@ def _host() -> str:
 
 def write_atomically(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file renamed over it when complete."""
-    directory = os.path.dirname(os.path.abspath(path))
+    path = _link_target(path)
+    directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     remove_stale_temporaries(directory)
     handle, temporary = tempfile.mkstemp(
@@ -47,6 +50,21 @@ def write_atomically(path: str, data: bytes) -> None:
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
+
+
+def _link_target(path: str) -> str:
+    """The absolute path a write to ``path`` replaces: the final target of a symbolic link."""
+    # A rename over the link itself would turn it into a regular file and leave
+    # the file it points to (a "latest" link, a file on another disk) stale.
+    if not os.path.islink(path):
+        return os.path.abspath(path)
+    target = os.path.realpath(path)
+    if os.path.islink(target):
+        raise OSError(
+            f"Cannot save to {path!r}: its symbolic links form a loop (they never reach a "
+            "file). Point the link at a file, or remove it and save again."
+        )
+    return target
 
 
 def remove_stale_temporaries(directory: str) -> list[str]:

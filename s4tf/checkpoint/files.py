@@ -109,13 +109,17 @@ def _check_regular_file(path: str, written_by: str = "s4tf.save") -> None:
                                 "writes it).") from None
     if stat.S_ISREG(mode):
         return
-    what = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+    raise CheckpointError(
+        f"{path!r} is {file_kind(mode)}, not a checkpoint file; pass the path of a file written "
+        f"by {written_by}."
+    )
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``os.stat`` mode ``mode`` is, for an error that refuses to read it."""
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-    raise CheckpointError(
-        f"{path!r} is {what}, not a checkpoint file; pass the path of a file written by "
-        f"{written_by}."
-    )
 
 
 def _json(metadata: dict, name: str, path):
@@ -169,6 +173,10 @@ def load(path, like=None, *, strategy=None):
         listing the missing, unexpected and mis-shaped keys. Without ``like``,
         the model is rebuilt from the recorded structure; its classes must be
         defined in the running program (nothing is imported or unpickled).
+        Then every tensor of the file must be used, a differentiable field
+        must hold floating point, and a library layer's tensors must fit each
+        other (a bias of shape ``(1,)`` or a transposed weight is refused):
+        a :class:`CheckpointError` names the file and the field.
     strategy : s4tf.distributed.Strategy, optional
         Lay the loaded model out on the strategy's devices
         (``strategy.replicate``), as the saved one was: a file holds one copy
@@ -194,7 +202,7 @@ def restore(structure, arrays: dict, like, path, prefix: str = ""):
     if prefix:
         arrays = under(arrays, prefix)
     if like is None:
-        return decode(structure, arrays, _tensor_on_current_backend)
+        return decode_section(structure, arrays, _tensor_on_current_backend, path, prefix)
     expected: dict = {}
     objects: list = []
     like_structure = encode(like, expected, objects=objects)
@@ -205,6 +213,47 @@ def restore(structure, arrays: dict, like, path, prefix: str = ""):
         return from_numpy(array, like=template)
 
     return decode(like_structure, arrays, make_tensor, objects=objects)
+
+
+class _Reads(dict):
+    """A file's arrays, remembering the keys decoding read."""
+
+    def __init__(self, arrays: dict):
+        super().__init__(arrays)
+        self.read: set = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def decode_section(structure, arrays: dict, make_tensor, path, prefix: str = "",
+                   differentiable: bool | None = None):
+    """:func:`~s4tf.checkpoint.structure.decode` over one section of a file, which it must use whole.
+
+    ``arrays`` are the section's (``prefix`` removed). A tensor the structure
+    never names is refused as an unexpected key, and every error names the file.
+    """
+    reads = _Reads(arrays)
+    try:
+        value = decode(structure, reads, make_tensor, differentiable=differentiable)
+    except CheckpointError as error:
+        raise CheckpointError(f"Cannot load {os.fspath(path)!r}: {error}") from None
+    refuse_unexpected(sorted(prefix + key for key in set(arrays) - reads.read), path)
+    return value
+
+
+def refuse_unexpected(keys: list, path) -> None:
+    """Raise :class:`CheckpointError` listing ``keys``: tensors of the file nothing reads."""
+    if keys:
+        raise CheckpointError("\n".join([
+            f"The checkpoint {os.fspath(path)!r} holds tensors its recorded structure has no "
+            "place for:",
+            *mismatch_lines([], keys, [], unexpected_means="in the file, not in the model it "
+                            "describes"),
+            "s4tf never writes such files: it was edited, damaged or written by another "
+            "program. Save the model again with s4tf.save (or s4tf.save_training_state).",
+        ]))
 
 
 def _tensor_on_current_backend(array, key):

@@ -8,7 +8,9 @@ among the live subclasses of :class:`s4tf.Differentiable` by qualified name and
 callables in the registry of :mod:`s4tf.checkpoint.callables` (activations
 such as ``"s4tf.relu"`` and functions the user registered). Without ``like=``
 every rebuilt field is checked against its class's annotation
-(:mod:`s4tf.checkpoint.field_types`) and every tensor's dtype against s4tf's.
+(:mod:`s4tf.checkpoint.field_types`), every tensor's dtype against s4tf's (a
+parameter's against the floating dtypes) and every library layer's tensor
+shapes against each other (:mod:`s4tf.checkpoint.layer_shapes`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..tree import join_path, node_type, tree_children
 from .callables import callable_name, register_callable, registered_callable
 from .errors import CheckpointError
 from .field_types import check_field
+from .layer_shapes import check_shapes
 
 __all__ = ["CheckpointError", "decode", "encode", "find_class", "register_callable"]
 
@@ -174,7 +177,7 @@ def _opaque(value, objects):
 
 
 def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objects=None,
-           depth: int = 0):
+           depth: int = 0, differentiable: bool | None = None):
     """Rebuild the value :func:`encode` described, reading tensors from ``arrays``.
 
     ``make_tensor(numpy_array, key)`` turns a stored array into a Tensor;
@@ -182,7 +185,9 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
     ``objects`` the structure comes from a file and is trusted for nothing:
     every entry's form, every tensor's dtype and every field's kind (against
     its class's annotation) is checked, and a :class:`CheckpointError` names
-    the first that is wrong.
+    the first that is wrong. ``differentiable`` says whether ``structure``
+    stands in a field differentiation sees (``None``: in no field yet, as the
+    root); a tensor there is a parameter and must be floating point.
     """
     where = path or "the root"
     if depth > MAX_DEPTH:
@@ -196,7 +201,16 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
     inner = depth + 1
     if kind == "tensor":
         key = structure.get("key")
-        return make_tensor(_tensor_array(arrays, key, where), key)
+        array = _tensor_array(arrays, key, where)
+        if differentiable and objects is None and not as_dtype(array.dtype).is_floating:
+            raise CheckpointError(
+                f"the checkpoint's tensor {key!r} (field {where!r}) has dtype {array.dtype}, but "
+                "it stands in a differentiable field, which holds floating-point parameters "
+                "(float16, bfloat16, float32, float64). The file was edited or damaged; if your "
+                "class keeps integers there, mark that field s4tf.no_derivative(), or load with "
+                "like=model built by your code."
+            )
+        return make_tensor(array, key)
     if kind == "ndarray":
         return np.array(_array(arrays, structure.get("key")), copy=True)
     if kind == "float":
@@ -218,9 +232,10 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
                 "which s4tf does not have."
             ) from None
     if kind == "state":
-        return State(decode(structure.get("value"), arrays, make_tensor, path, objects, inner))
+        return State(decode(structure.get("value"), arrays, make_tensor, path, objects, inner,
+                            False))
     if kind in ("list", "tuple"):
-        items = [decode(s, arrays, make_tensor, join_path(path, i), objects, inner)
+        items = [decode(s, arrays, make_tensor, join_path(path, i), objects, inner, differentiable)
                  for i, s in enumerate(_entries(structure, where))]
         return items if kind == "list" else tuple(items)
     if kind == "dict":
@@ -228,14 +243,15 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str | int)
                    and not isinstance(p[0], bool) for p in pairs):
             raise CheckpointError(f"the checkpoint's dict at {where!r} is damaged.")
-        return {k: decode(s, arrays, make_tensor, join_path(path, k), objects, inner)
-                for k, s in pairs}
+        return {k: decode(s, arrays, make_tensor, join_path(path, k), objects, inner,
+                          differentiable) for k, s in pairs}
     if kind == "object" and objects is not None:
         return objects[structure["ref"]]
     if kind == "callable":
         return registered_callable(structure.get("name"), where)
     if kind == "node":
-        return _decode_node(structure, arrays, make_tensor, path, objects, inner)
+        return _decode_node(structure, arrays, make_tensor, path, objects, inner,
+                            differentiable is not False)
     if kind == "opaque":
         raise CheckpointError(
             f"the checkpoint cannot rebuild the field {where!r}: it held a "
@@ -245,7 +261,7 @@ def decode(structure, arrays: dict, make_tensor: Callable, path: str = "", objec
     raise CheckpointError(f"the checkpoint has an unknown entry kind {kind!r} at {where!r}.")
 
 
-def _decode_node(structure, arrays, make_tensor, path, objects, depth):
+def _decode_node(structure, arrays, make_tensor, path, objects, depth, differentiable):
     where = path or "the root"
     if objects is not None and "ref" in structure:
         cls = objects[structure["ref"]]
@@ -261,12 +277,15 @@ def _decode_node(structure, arrays, make_tensor, path, objects, depth):
             "Load with like=model built by the current code to see which weights differ."
         )
     values = {}
+    static = node_type(cls).no_derivative
     for name in cls._s4tf_all_fields:
         values[name] = decode(fields[name], arrays, make_tensor, join_path(path, name), objects,
-                              depth)
+                              depth, differentiable and name not in static)
         if objects is None:
             # With like=, the classes and static fields are the caller's own.
             check_field(cls, name, values[name], join_path(path, name))
+    if objects is None:
+        check_shapes(cls, values, where)
     return node_type(cls).build(values)
 
 

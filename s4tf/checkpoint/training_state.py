@@ -9,8 +9,17 @@ from .. import random as _random
 from ..backends.base import current_backend
 from ..tensor import Tensor, from_numpy
 from ..tree import tree_leaves
-from .files import _json, encode_into, read_file, restore, under, write_file
-from .structure import CheckpointError, decode, is_finite_json
+from .files import (
+    _json,
+    decode_section,
+    encode_into,
+    read_file,
+    refuse_unexpected,
+    restore,
+    under,
+    write_file,
+)
+from .structure import CheckpointError, is_finite_json
 
 __all__ = ["TrainingState", "load_training_state", "save_training_state"]
 
@@ -98,6 +107,11 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
     ((3, 2), 1)
     """
     arrays, metadata = read_file(path, TRAINING_FORMAT)
+    # The epoch, extra and stray tensors are checked before anything decodes,
+    # so that such a file changes neither the optimizer nor the random state.
+    epoch, extra = _epoch(metadata, path), _json(metadata, "extra", path)
+    sections = (_MODEL, _OPTIMIZER) if "optimizer" in metadata else (_MODEL,)
+    refuse_unexpected(sorted(key for key in arrays if not key.startswith(sections)), path)
     model = restore(_json(metadata, "model", path), arrays, like, path, prefix=_MODEL)
     if optimizer is not None:
         if "optimizer" not in metadata:
@@ -112,10 +126,11 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
                 f"{type(optimizer).__qualname__} was passed; pass the same kind of optimizer."
             )
         backend = _backend_of(model)
-        state = decode(
+        state = decode_section(
             _json(metadata, "optimizer", path),
             under(arrays, _OPTIMIZER),
             lambda array, key: from_numpy(array, like=backend),
+            path, _OPTIMIZER, differentiable=False,
         )
         optimizer.load_state_dict(state)
     try:
@@ -124,11 +139,21 @@ def load_training_state(path, like=None, optimizer=None) -> TrainingState:
         if isinstance(error, CheckpointError):
             raise
         raise CheckpointError(f"{path!r} has a damaged 'rng' entry in its metadata ({error}).") from None
-    try:
-        epoch = int(metadata["epoch"])
-    except (KeyError, ValueError):
-        raise CheckpointError(f"{path!r} has no valid 'epoch' entry in its metadata.") from None
-    return TrainingState(model, epoch, _json(metadata, "extra", path))
+    return TrainingState(model, epoch, extra)
+
+
+def _epoch(metadata: dict, path) -> int:
+    text = metadata.get("epoch")
+    # save_training_state writes str(epoch) of a non-negative int: ASCII digits
+    # only, so "-1", "2.5" and " 3" are edits, as is a missing entry.
+    if isinstance(text, str) and text.isascii() and text.isdigit():
+        return int(text)
+    found = "no 'epoch' entry" if text is None else f"the 'epoch' entry {text!r}"
+    raise CheckpointError(
+        f"{path!r} has {found} in its metadata; it must be a non-negative int (the epochs "
+        "finished), as save_training_state writes it. The file was edited or damaged: save "
+        "the training state again."
+    )
 
 
 def _backend_of(model):

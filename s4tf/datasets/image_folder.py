@@ -2,7 +2,8 @@
 
 Images are decoded (with pillow) when their batch is assembled, in the
 prefetch thread, so a folder larger than memory works and decoding overlaps
-training.
+training. 16-bit greyscale images keep their 16 bits through resizing; an
+image over Pillow's pixel limit is refused before its pixels are decoded.
 """
 
 from __future__ import annotations
@@ -61,16 +62,67 @@ class _ImageFiles:
         height, width = self.size
         try:
             with Image.open(path) as image:
+                _refuse_bombs(image, path)
+                if image.mode in _SIXTEEN_BIT:
+                    return _decode_16_bit(image, self.mode, (width, height))
                 image = image.convert(self.mode)
                 # Scale the shorter side to fit, then crop the centre: the
                 # aspect ratio is kept, as ImageNet-style pipelines do.
                 image = ImageOps.fit(image, (width, height), Image.Resampling.BILINEAR)
                 return np.asarray(image, dtype=np.uint8)
+        except CorruptDataError:
+            raise
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+            # Pillow refused the file in Image.open (over twice its limit, or
+            # over it where warnings are errors).
+            raise CorruptDataError(_bomb_message(
+                path, f"over twice Pillow's limit of {Image.MAX_IMAGE_PIXELS} pixels; Pillow says: "
+                      f"{error}")) from None
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
             raise CorruptDataError(
                 f"ImageFolder could not decode {path} ({type(error).__name__}: {error}). "
                 f"Replace or remove that file."
             ) from error
+
+
+# Pillow's modes of 16-bit greyscale (PNG, TIFF): "I;16*", or "I" in older
+# Pillow. Converting them to "L" clips every value above 255 to white.
+_SIXTEEN_BIT = frozenset({"I;16", "I;16L", "I;16B", "I;16N", "I"})
+_SIXTEEN_BIT_MAX = 65535.0
+
+
+def _decode_16_bit(image, mode: str, size: tuple[int, int]) -> np.ndarray:
+    """A 16-bit greyscale image resized like the others, as float32 on the 0..255 scale.
+
+    Resizing runs on 32-bit floats ("F"), so the 16 bits survive; the batch's
+    scaling then divides by 255 as for 8-bit images, giving ``value / 65535``.
+    """
+    image = ImageOps.fit(image.convert("F"), size, Image.Resampling.BILINEAR)
+    grey = np.clip(np.asarray(image, dtype=np.float32), 0.0, _SIXTEEN_BIT_MAX)
+    grey *= np.float32(255.0 / _SIXTEEN_BIT_MAX)
+    return grey if mode == "L" else np.repeat(grey[..., np.newaxis], 3, axis=-1)
+
+
+def _refuse_bombs(image, path: Path) -> None:
+    # Image.open only warns between Pillow's limit and twice it, and a warning
+    # cannot be caught in the prefetch thread without changing every thread's
+    # warning filters: the size is checked here, before any pixel is decoded.
+    limit = Image.MAX_IMAGE_PIXELS
+    pixels = image.width * image.height
+    if limit is not None and pixels > limit:
+        raise CorruptDataError(_bomb_message(
+            path, f"{image.width}x{image.height} = {pixels} pixels, over Pillow's limit of "
+                  f"{limit} pixels", pixels))
+
+
+def _bomb_message(path: Path, detail: str, pixels: int | None = None) -> str:
+    example = pixels if pixels is not None else "<the image size in pixels, above>"
+    return (
+        f"ImageFolder refused {path} as a possible decompression bomb ({detail}): a small file "
+        "that decodes to that many pixels can exhaust memory. If you trust the file, raise the "
+        f"limit before reading: PIL.Image.MAX_IMAGE_PIXELS = {example} (None switches the "
+        "check off); otherwise remove or shrink that file."
+    )
 
 
 class ImageFolder(Dataset):
@@ -89,6 +141,12 @@ class ImageFolder(Dataset):
     always the same files) is held out for validation. Class ``i`` is the
     ``i``-th class folder name in sorted order; files in nested folders of a
     class count for that class.
+
+    Pixel values are scaled by their own range: 8-bit images by 255, 16-bit
+    greyscale images (PNG, TIFF) by 65535. An image with more pixels than
+    Pillow's decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) is
+    refused with a ``CorruptDataError`` naming it; raise the limit for files
+    you trust.
 
     Parameters
     ----------

@@ -29,12 +29,14 @@ causal mask) are not weights and are ignored.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 
 import numpy as np
 
-from ..checkpoint.files import read_arrays, restore
-from ..checkpoint.key_report import mismatch_lines
+from ..checkpoint.files import file_kind, read_arrays, restore
+from ..checkpoint.key_report import as_float_weights, mismatch_lines
 from ..checkpoint.structure import CheckpointError
 from .transformer import _GPT2_SIZES, TransformerLM
 
@@ -113,7 +115,8 @@ def load_gpt2(path, heads: int | None = None, dropout: float = 0.0) -> Transform
     same width and depth (small, medium, large, xl); otherwise loading stops
     and asks for ``heads=``. LayerNorm epsilon comes from the config's
     ``layer_norm_epsilon`` (default 1e-5). Weights in float16 or float64 are
-    converted to float32. Only safetensors files are read: a
+    converted to float32; integer and bool weights, and float64 values beyond
+    float32's range, are refused. Only safetensors files are read: a
     ``pytorch_model.bin`` is a pickle and can run code when loaded.
 
     Parameters
@@ -132,7 +135,13 @@ def load_gpt2(path, heads: int | None = None, dropout: float = 0.0) -> Transform
         If keys are missing, unexpected or mis-shaped (all are listed, in
         the file's names), if ``lm_head.weight`` differs from ``wte.weight``
         (an untied output layer), or if the config describes a variant
-        TransformerLM does not compute.
+        TransformerLM does not compute. A ``config.json`` that is not a
+        regular file of at most 1 MiB holding a JSON object, or whose
+        ``n_head``, ``layer_norm_epsilon``, ``activation_function`` or
+        ``scale_attn_*`` field has the wrong type or value, is refused by
+        name and field.
+    ValueError
+        If ``heads`` is not a positive int.
 
     Examples
     --------
@@ -158,15 +167,14 @@ def load_gpt2(path, heads: int | None = None, dropout: float = 0.0) -> Transform
     context = arrays["wpe.weight"].shape[0]
     depth = 1 + max((int(key.split(".")[1]) for key in arrays
                      if key.startswith("h.") and key.split(".")[1].isdigit()), default=-1)
-    config = _config_beside(path)
+    config = _config_beside(path, heads_given=heads is not None)
     heads = _heads(heads, config, width, depth, path)
     epsilon = float(config.get("layer_norm_epsilon", 1e-5))
     names = _names(depth)
-    _check_keys(arrays, names, vocab_size, context, width, depth, path)
+    cast = _check_keys(arrays, names, vocab_size, context, width, depth, path)
     model = TransformerLM(vocab_size=int(vocab_size), context=int(context), width=int(width),
                           depth=depth, heads=heads, dropout=dropout, epsilon=epsilon)
-    ours = {names[hf]: np.ascontiguousarray(array, dtype=np.float32)
-            for hf, array in arrays.items() if hf in names}
+    ours = {names[hf]: np.ascontiguousarray(array) for hf, array in cast.items()}
     return restore(None, ours, model, path)
 
 
@@ -182,12 +190,51 @@ def _preview(arrays: dict, count: int = 8) -> str:
     return ", ".join(keys[:count]) + more
 
 
-def _config_beside(path: str) -> dict:
+# The fields of config.json the loader reads: (what each must be, its JSON
+# types, a test of its value). bool is excluded from the numbers, as JSON has
+# true/false apart from numbers.
+_SETTINGS = {
+    "n_head": ("a positive int", (int,), lambda v: v > 0),
+    "layer_norm_epsilon": ("a positive number", (int, float),
+                           lambda v: math.isfinite(v) and v > 0),
+    "activation_function": ("a str", (str,), lambda v: True),
+    "scale_attn_by_inverse_layer_idx": ("true or false", (bool,), lambda v: True),
+    "scale_attn_weights": ("true or false", (bool,), lambda v: True),
+}
+# Hugging Face's GPT-2 config.json is about 1 KiB; one much larger is not one,
+# and reading it whole could exhaust memory.
+_CONFIG_LIMIT = 1 << 20
+_CONFIG_FIX = "fix or remove config.json (Hugging Face's save_pretrained writes it)"
+
+
+def _config_beside(path: str, heads_given: bool) -> dict:
+    """The checked settings of the ``config.json`` beside ``path``; ``{}`` when there is none."""
     config_path = os.path.join(os.path.dirname(os.path.abspath(path)), "config.json")
-    if not os.path.exists(config_path):
+    if not os.path.lexists(config_path):
         return {}
-    with open(config_path) as file:
-        config = json.load(file)
+    text = _read_config(config_path)
+    try:
+        config = json.loads(text)
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, UnicodeDecodeError
+        raise CheckpointError(f"{config_path!r} is not valid JSON ({error}); "
+                              f"{_CONFIG_FIX}.") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(
+            f"{config_path!r} holds a JSON {_json_type(config)}, not an object of GPT-2 settings "
+            f'(like {{"n_head": 12, "layer_norm_epsilon": 1e-05}}); {_CONFIG_FIX}.')
+    for name, (must_be, types, fits) in _SETTINGS.items():
+        if name not in config or (name == "n_head" and heads_given):
+            continue
+        value = config[name]
+        right_type = isinstance(value, types) and (bool in types or not isinstance(value, bool))
+        if right_type and fits(value):
+            continue
+        raise CheckpointError(
+            f"{config_path!r}: the field {name!r} is {value!r}"
+            + ("" if right_type else f" ({_article(type(value).__name__)})")
+            + f"; it must be {must_be}: {_CONFIG_FIX}"
+            + (", or pass heads= to load_gpt2." if name == "n_head" else ".")
+        )
     unsupported = []
     if config.get("activation_function", "gelu_new") not in ("gelu_new", "gelu_pytorch_tanh"):
         unsupported.append(f"activation_function={config['activation_function']!r} "
@@ -202,7 +249,40 @@ def _config_beside(path: str) -> dict:
     return config
 
 
+def _read_config(config_path: str) -> bytes:
+    # Opened without blocking, then asked what it is: a FIFO opens at once and
+    # is refused instead of waiting for a writer forever, and nothing can swap
+    # the file between a check and the open. Regular files only, of bounded size.
+    try:
+        descriptor = os.open(config_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:  # a dangling link, no permission
+        raise CheckpointError(f"{config_path!r} cannot be opened ({error.strerror}); "
+                              f"{_CONFIG_FIX}.") from None
+    with os.fdopen(descriptor, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise CheckpointError(f"{config_path!r} is {file_kind(status.st_mode)}, not a file; "
+                                  f"{_CONFIG_FIX}.")
+        text = file.read(_CONFIG_LIMIT + 1)
+    if len(text) > _CONFIG_LIMIT:
+        size = max(len(text), status.st_size)
+        raise CheckpointError(f"{config_path!r} is {size / 2**20:.1f} MiB; a GPT-2 config is a "
+                              f"few KiB, so this is not one: {_CONFIG_FIX}.")
+    return text
+
+
+def _json_type(value) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+
+
 def _heads(heads, config: dict, width: int, depth: int, path: str) -> int:
+    if heads is not None and (isinstance(heads, bool) or not isinstance(heads, int) or heads < 1):
+        raise ValueError(f"load_gpt2: heads must be a positive int; received heads={heads!r}.")
     if heads is None:
         heads = config.get("n_head")
     if heads is None:
@@ -220,7 +300,8 @@ def _heads(heads, config: dict, width: int, depth: int, path: str) -> int:
     return int(heads)
 
 
-def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, path) -> None:
+def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, path) -> dict:
+    """The file's weights as float32 (Hugging Face names), or a CheckpointError listing misfits."""
     expected = {"wte.weight": (vocab_size, width), "wpe.weight": (context, width),
                 "ln_f.weight": (width,), "ln_f.bias": (width,)}
     block_shapes = {"ln_1.weight": (width,), "ln_1.bias": (width,),
@@ -239,11 +320,10 @@ def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, pa
     misshaped = [f"{key}: file has {tuple(arrays[key].shape)}, expected {shape}"
                  for key, shape in sorted(expected.items())
                  if key in arrays and tuple(arrays[key].shape) != shape]
-    not_float = [f"{key}: {arrays[key].dtype}" for key in sorted(set(expected) & set(arrays))
-                 if not np.issubdtype(arrays[key].dtype, np.floating)]
-    lines = mismatch_lines(missing, unexpected, misshaped)
-    if not_float:
-        lines.append(f"  keys that are not floating point: {', '.join(not_float)}")
+    present = sorted(set(expected) & set(arrays))
+    cast, dtype_lines = as_float_weights({key: arrays[key] for key in present},
+                                         dict.fromkeys(present, np.float32))
+    lines = mismatch_lines(missing, unexpected, misshaped) + dtype_lines
     if "lm_head.weight" in arrays and "wte.weight" in arrays and not (
             arrays["lm_head.weight"].shape == arrays["wte.weight"].shape
             and np.array_equal(arrays["lm_head.weight"], arrays["wte.weight"])):
@@ -256,3 +336,4 @@ def _check_keys(arrays: dict, names: dict, vocab_size, context, width, depth, pa
             f"{context}, width {width}, {depth} blocks "
             "inferred from wte/wpe and the h.{i} keys):\n" + "\n".join(lines)
         )
+    return cast

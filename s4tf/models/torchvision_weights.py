@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import layers
 from ..checkpoint.files import read_arrays, restore
-from ..checkpoint.key_report import mismatch_lines
+from ..checkpoint.key_report import as_float_weights, mismatch_lines
 from ..checkpoint.structure import CheckpointError, encode
 from ..tensor import Tensor
 from .densenet import DenseNet
@@ -184,7 +184,7 @@ def load_torchvision(model, path):
     ``mobilenet_v2(width_mult=w)`` (with ``classes=`` the torchvision model's
     ``num_classes``). Layouts are converted (OIHW filters to HWIO, dense
     weights transposed, VGG's flattened features reordered for NHWC) and
-    values cast to the model's dtypes, so the loaded model gives
+    floating-point values cast to the model's dtypes, so the loaded model gives
     torchvision's logits on the same images in NHWC layout (``x.permute(0,
     2, 3, 1)``). Nothing is downloaded.
 
@@ -204,7 +204,10 @@ def load_torchvision(model, path):
     CheckpointError
         (a ``ValueError``) listing the torchvision keys the model needs that
         the file lacks, the file's keys the model has no place for, and the
-        keys whose shape does not fit, each with the s4tf field it maps to.
+        keys whose shape does not fit, each with the s4tf field it maps to,
+        and the keys that are not floating point (integer or bool tensors, as
+        a quantized model saves) or hold values the model's dtype cannot
+        (float64 beyond float32's range).
 
     Examples
     --------
@@ -234,12 +237,19 @@ def load_torchvision(model, path):
                                              "path) on the PyTorch side")
     arrays = {key: array for key, array in arrays.items()
               if not key.endswith(".num_batches_tracked")}
-    _check(model, path, expected, arrays, fields)
-    converted = {}
-    for torch_key, (key, layout) in expected.items():
-        dtype = fields[key].dtype.name if isinstance(fields[key], Tensor) else fields[key].dtype
-        converted[key] = np.ascontiguousarray(layout.to_s4tf(arrays[torch_key])).astype(dtype)
+    present = [torch_key for torch_key in _in_order(expected) if torch_key in arrays]
+    cast, dtype_lines = as_float_weights(
+        {torch_key: arrays[torch_key] for torch_key in present},
+        {torch_key: _numpy_dtype(fields[expected[torch_key][0]]) for torch_key in present},
+        {torch_key: expected[torch_key][0] for torch_key in present})
+    _check(model, path, expected, arrays, fields, dtype_lines)
+    converted = {key: np.ascontiguousarray(layout.to_s4tf(cast[torch_key]))
+                 for torch_key, (key, layout) in expected.items()}
     return restore(None, converted, model, path)
+
+
+def _numpy_dtype(value) -> np.dtype:
+    return np.dtype(value.dtype.numpy if isinstance(value, Tensor) else value.dtype)
 
 
 def _in_order(keys) -> list:
@@ -252,7 +262,7 @@ def _shape(value) -> tuple:
     return tuple(value.shape)
 
 
-def _check(model, path, expected: dict, arrays: dict, fields: dict) -> None:
+def _check(model, path, expected: dict, arrays: dict, fields: dict, dtype_lines: list) -> None:
     missing = [f"{k} (-> {expected[k][0]})" for k in _in_order(set(expected) - set(arrays))]
     unexpected = _in_order(set(arrays) - set(expected))
     misshaped = []
@@ -263,14 +273,16 @@ def _check(model, path, expected: dict, arrays: dict, fields: dict) -> None:
         if got != want:
             misshaped.append(f"{torch_key}: file has {got}, {key} needs {want}")
     unfilled = _in_order(set(fields) - {key for key, _ in expected.values()})
-    if not (missing or unexpected or misshaped or unfilled):
+    if not (missing or unexpected or misshaped or unfilled or dtype_lines):
         return
     lines = [f"The torchvision weights in {os.fspath(path)!r} do not fit the "
              f"{type(model).__name__} given:"]
     lines += mismatch_lines(missing, unexpected, misshaped, misshaped_means="PyTorch layout")
     if unfilled:
         lines.append(f"  model fields no torchvision key fills: {', '.join(unfilled)}")
-    lines.append("Build the s4tf model with the torchvision model's architecture (e.g. "
-                 "models.ResNet(depth=50, classes=1000) for resnet50) and save its full "
-                 "state_dict.")
+    lines += dtype_lines
+    if missing or unexpected or misshaped or unfilled:
+        lines.append("Build the s4tf model with the torchvision model's architecture (e.g. "
+                     "models.ResNet(depth=50, classes=1000) for resnet50) and save its full "
+                     "state_dict.")
     raise CheckpointError("\n".join(lines))

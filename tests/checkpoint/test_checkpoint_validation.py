@@ -116,10 +116,153 @@ def test_a_tensor_of_a_dtype_s4tf_lacks_is_refused(tmp_path, dtype):
         s4tf.load(path)
 
 
+class Counted(s4tf.Differentiable):
+    weight: s4tf.Tensor
+    counts: s4tf.Tensor = s4tf.no_derivative()
+
+
 def test_every_s4tf_dtype_round_trips(tmp_path):
-    for dtype in (s4tf.float16, s4tf.bfloat16, s4tf.float64, s4tf.int32, s4tf.int64, s4tf.bool):
+    # Parameters (differentiable fields) are floating point; other fields hold any dtype.
+    for dtype in (s4tf.float16, s4tf.bfloat16, s4tf.float64):
         model = s4tf.replace(typed(), maybe=s4tf.zeros([3], dtype=dtype))
         assert s4tf.load(saved(tmp_path, model)).maybe.dtype == dtype
+    for dtype in (s4tf.dtypes.int8, s4tf.dtypes.uint8, s4tf.dtypes.int16, s4tf.int32, s4tf.int64,
+                  s4tf.bool):
+        model = Counted(s4tf.ones([2]), s4tf.zeros([3], dtype=dtype))
+        assert s4tf.load(saved(tmp_path, model)).counts.dtype == dtype
+        state = layers.BatchNorm(2)  # a State cell is not differentiated either
+        state = s4tf.replace(state, running_mean=s4tf.State(s4tf.zeros([2], dtype=dtype)))
+        assert s4tf.load(saved(tmp_path, state)).running_mean.value.dtype == dtype
+
+
+def with_arrays(path, **changes) -> Path:
+    """Replace some of a saved file's tensors, keeping its structure."""
+    arrays, _ = read_file(path, "s4tf.model/1")
+    arrays.update(changes)
+    rewrite(path, arrays=arrays)
+    return path
+
+
+@pytest.mark.parametrize("key, dtype", [("weight", np.uint8), ("bias", np.int32),
+                                        ("bias", np.bool_), ("weight", np.int64)])
+def test_a_parameter_that_is_not_floating_point_is_refused(tmp_path, key, dtype):
+    dense = layers.Dense(2, 3)
+    path = saved(tmp_path, dense)
+    with_arrays(path, **{key: np.ones(dense.weight.shape if key == "weight" else (3,), dtype)})
+    with pytest.raises(s4tf.CheckpointError) as caught:
+        s4tf.load(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert f"tensor {key!r} (field {key!r}) has dtype {np.dtype(dtype)}" in message
+    assert "differentiable field" in message and "no_derivative" in message
+    assert "like=model" in message
+
+
+def dense_shapes(tmp_path, weight_shape, bias_shape) -> Path:
+    path = saved(tmp_path, layers.Dense(2, 3))
+    return with_arrays(path, weight=np.ones(weight_shape, np.float32),
+                       bias=np.ones(bias_shape, np.float32))
+
+
+@pytest.mark.parametrize("weight, bias, complaint", [
+    ((2, 3), (1,), "bias has shape (1,), but weight (2, 3) makes it (3,)"),
+    ((2, 3), (), "bias has shape (), not 1 axis (out)"),
+    ((2, 3), (1, 3), "bias has shape (1, 3), not 1 axis (out)"),
+    ((3, 2), (3,), "bias has shape (3,), but weight (3, 2) makes it (2,)"),  # transposed
+    ((6,), (3,), "weight has shape (6,), not 2 axes (in, out)"),
+])
+def test_a_dense_whose_shapes_do_not_fit_each_other_is_refused(tmp_path, weight, bias,
+                                                               complaint):
+    path = dense_shapes(tmp_path, weight, bias)
+    with pytest.raises(s4tf.CheckpointError) as caught:
+        s4tf.load(path)
+    message = str(caught.value)
+    assert str(path) in message and complaint in message
+    assert "Dense: weight (in, out), bias (out,)" in message and "like=model" in message
+
+
+@pytest.mark.parametrize("layer, key, shape, complaint", [
+    (layers.Conv2D((3, 3, 2, 4)), "bias", (1,), "bias has shape (1,), but filter (3, 3, 2, 4) "
+                                                "makes it (4,)"),
+    (layers.TransposedConv2D((3, 3, 4, 2)), "bias", (2,), "bias has shape (2,), but filter "
+                                                          "(3, 3, 4, 2) makes it (4,)"),
+    (layers.DepthwiseConv2D((3, 3, 2, 3)), "bias", (3,), "bias has shape (3,), but filter "
+                                                         "(3, 3, 2, 3) makes it (6,)"),
+    (layers.BatchNorm(4), "running_variance", (1,), "running_variance has shape (1,), but "
+                                                    "offset (4,) makes it (4,)"),
+    (layers.LayerNorm(4), "scale", (4, 1), "scale has shape (4, 1), not 1 axis (features)"),
+    (layers.LSTMCell(2, 3), "fused_bias", (3,), "fused_bias has shape (3,), but fused_weight "
+                                                "(5, 12) makes it (12,)"),
+    (layers.GRUCell(2, 3), "reset_recurrent_kernel", (2, 3), "reset_recurrent_kernel has shape "
+                                                             "(2, 3), but update_kernel (2, 3)"),
+    (layers.MultiHeadAttention(4, 2), "output_bias", (8,), "output_bias has shape (8,), but "
+                                                           "output_weight (4, 4) makes it (4,)"),
+])
+def test_library_layers_whose_shapes_do_not_fit_each_other_are_refused(tmp_path, layer, key,
+                                                                       shape, complaint):
+    path = with_arrays(saved(tmp_path, layer), **{key: np.ones(shape, np.float32)})
+    with pytest.raises(s4tf.CheckpointError) as caught:
+        s4tf.load(path)
+    assert str(path) in str(caught.value) and complaint in str(caught.value)
+
+
+def test_every_library_layer_built_by_its_constructor_fits_its_declared_shapes(tmp_path):
+    s4tf.random.seed(2)
+    built = [
+        layers.Conv1D((3, 2, 4)), layers.Conv3D((2, 2, 2, 1, 3)), layers.TransposedConv1D((3, 4, 2)),
+        layers.TransposedConv3D((2, 2, 2, 3, 1)), layers.DepthwiseConv2D((3, 3, 2, 3)),
+        layers.SeparableConv1D((3, 2, 2), (1, 4, 5)), layers.SeparableConv2D((3, 3, 2, 2), (1, 1, 4, 5)),
+        layers.GroupNorm(4, 2), layers.InstanceNorm(3), layers.SimpleRNNCell(2, 3),
+        layers.GRUCell(2, 3), layers.MultiHeadAttention(4, 2, key_size=3, value_size=5, output_size=6),
+        layers.Dense(2, 3, use_bias=False), layers.Embedding(5, 2),
+    ]
+    for layer in built:
+        loaded = s4tf.load(saved(tmp_path, layer))
+        assert [t.shape for t in s4tf.tree_leaves(loaded) if isinstance(t, s4tf.Tensor)] == [
+            t.shape for t in s4tf.tree_leaves(layer) if isinstance(t, s4tf.Tensor)]
+
+
+def test_every_declared_shape_names_a_library_layer_and_its_tensor_fields():
+    from s4tf.checkpoint.layer_shapes import SHAPES
+
+    classes = {f"{c.__module__}.{c.__qualname__}": c for c in vars(layers).values()
+               if isinstance(c, type)}
+    for name, fields in SHAPES.items():
+        assert name in classes, f"{name} is not a class of s4tf.layers"
+        assert set(fields) <= set(classes[name]._s4tf_all_fields), name
+
+
+def test_a_tensor_the_structure_does_not_use_is_reported(tmp_path):
+    path = with_arrays(saved(tmp_path, typed()), **{"dense.kernel": np.ones(2, np.float32),
+                                                    "extra": np.ones(1, np.float32)})
+    with pytest.raises(s4tf.CheckpointError) as caught:
+        s4tf.load(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert "unexpected keys (in the file, not in the model it describes): dense.kernel, extra" \
+        in message
+    assert "Save the model again with s4tf.save" in message
+
+
+def test_a_training_state_reports_tensors_no_section_uses(tmp_path):
+    path = tmp_path / "run.safetensors"
+    opt = s4tf.optimizers.SGD(typed(), learning_rate=0.1, momentum=0.9)
+    s4tf.save_training_state(path, typed(), opt, epoch=1)
+    arrays, metadata = read_file(path, "s4tf.training_state/1")
+    arrays_written = {**arrays, "model.dense.kernel": np.ones(2, np.float32),
+                      "optimizer.velocity.dense.kernel": np.ones(2, np.float32),
+                      "loose": np.ones(1, np.float32)}
+    save_file(arrays_written, path, metadata=metadata)
+    # Each section in turn: tensors outside both, then the model's, then the optimizer's.
+    for key, arguments in [("loose", {}), ("model.dense.kernel", {}),
+                           ("optimizer.velocity.dense.kernel", {"like": typed(), "optimizer": opt})]:
+        with pytest.raises(s4tf.CheckpointError) as caught:
+            s4tf.load_training_state(path, **arguments)
+        assert str(path) in str(caught.value)
+        assert f"(in the file, not in the model it describes): {key}\n" in str(caught.value)
+        del arrays_written[key]
+        save_file(arrays_written, path, metadata=metadata)
+    assert s4tf.load_training_state(path, optimizer=opt).epoch == 1
 
 
 def test_a_float_parameter_stored_as_an_array_is_refused(tmp_path):
@@ -313,3 +456,17 @@ def test_a_damaged_random_state_in_a_training_state_is_a_checkpoint_error(tmp_pa
     save_file(arrays, path, metadata=metadata)
     with pytest.raises(s4tf.CheckpointError, match="damaged 'rng' entry"):
         s4tf.load_training_state(path)
+
+
+@pytest.mark.parametrize("epoch", ["-1", "-40", "2.5", "", "true"])
+def test_an_epoch_that_is_not_a_count_of_finished_epochs_is_refused(tmp_path, epoch):
+    path = tmp_path / "run.safetensors"
+    s4tf.save_training_state(path, typed(), epoch=1)
+    arrays, metadata = read_file(path, "s4tf.training_state/1")
+    metadata["epoch"] = epoch
+    save_file(arrays, path, metadata=metadata)
+    with pytest.raises(s4tf.CheckpointError) as caught:
+        s4tf.load_training_state(path)
+    message = str(caught.value)
+    assert str(path) in message and f"'epoch' entry {epoch!r}" in message
+    assert "non-negative int" in message and "save_training_state" in message

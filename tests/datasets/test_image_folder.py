@@ -133,3 +133,50 @@ def test_a_bad_image_size_is_refused(tmp_path, size):
 def test_a_missing_directory_is_explained(tmp_path):
     with pytest.raises(FileNotFoundError, match="is not a directory"):
         ImageFolder(tmp_path / "absent", image_size=4)
+
+
+def write_16_bit(path, values: np.ndarray) -> None:
+    """A 16-bit greyscale PNG (pillow's mode "I;16") holding ``values`` (0..65535)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(values.astype(np.uint16)).save(path)
+    with Image.open(path) as image:
+        assert image.mode == "I;16"  # the file really is 16-bit
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_16_bit_images_are_scaled_by_their_own_range(tmp_path, channels):
+    ramp = np.linspace(0, 65535, 64 * 64).round().reshape(64, 64)
+    for split in ("train", "val"):
+        write_16_bit(tmp_path / split / "ramp" / "ramp.png", ramp)
+        write_16_bit(tmp_path / split / "solid" / "half.png", np.full((8, 8), 32768))
+        write_image(tmp_path / split / "solid" / "white.png", (255, 255, 255), size=(8, 8))
+    folder = ImageFolder(tmp_path, image_size=16, channels=channels, batch_size=8)
+    images, labels = stacked(folder.validation)
+    assert images.shape == (3, 16, 16, channels) and labels.tolist() == [0, 1, 1]
+    ramp_image, half, white = images
+    # Before, every value above 255 became 1.0: the ramp averaged ~0.996.
+    assert abs(ramp_image.mean() - 0.5) < 0.02
+    assert ramp_image.min() < 0.05 and ramp_image.max() > 0.95
+    np.testing.assert_allclose(half, 32768 / 65535, atol=1e-6)
+    np.testing.assert_allclose(white, 1.0)  # an 8-bit image in the same batch
+
+
+def bomb_folder(tmp_path, size) -> tuple[ImageFolder, object]:
+    for split in ("train", "val"):
+        write_image(tmp_path / split / "big" / "0.png", (9, 9, 9), size=size)
+    return ImageFolder(tmp_path, image_size=4, batch_size=1), tmp_path / "val" / "big" / "0.png"
+
+
+@pytest.mark.parametrize("size", [(12, 10), (30, 30)])  # over the limit, over twice the limit
+def test_a_decompression_bomb_names_the_file_and_how_to_raise_the_limit(tmp_path, monkeypatch,
+                                                                        size):
+    folder, path = bomb_folder(tmp_path, size)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)
+    with pytest.raises(CorruptDataError) as caught:
+        stacked(folder.validation)
+    message = str(caught.value)
+    assert str(path) in message and "decompression bomb" in message
+    assert f"{size[0] * size[1]} pixels" in message and "limit of 100" in message
+    assert "PIL.Image.MAX_IMAGE_PIXELS" in message and "If you trust" in message
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", size[0] * size[1])  # the fix it names
+    assert stacked(folder.validation)[0].shape == (1, 4, 4, 3)

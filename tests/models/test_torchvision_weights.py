@@ -101,6 +101,26 @@ def test_mismatches_are_listed_with_the_fields_they_map_to(tmp_path):
     assert "features.3.weight: file has (2, 1, 5, 5), features.2.filter needs (2, 1, 3, 3)" in message
 
 
+def test_weights_that_are_not_floating_point_or_overflow_are_refused(tmp_path):
+    state = tiny_vgg11_state_dict()
+    state["features.0.weight"] = np.ones((1, 3, 3, 3), np.int8)  # a quantized export
+    state["classifier.6.bias"] = np.array([True, False, True])
+    state["features.3.weight"] = np.full((2, 1, 3, 3), 1e300)  # float64, inf in float32
+    state["features.3.bias"] = np.full(2, 1e30)  # float64 that float32 holds: loads
+    path = tmp_path / "vgg11.safetensors"
+    save_file(state, path)
+    with pytest.raises(s4tf.checkpoint.CheckpointError) as info:
+        load_torchvision(VGG(depth=11, width=1, hidden=4, classes=3), path)
+    message = str(info.value)
+    assert str(path) in message
+    assert ("keys that are not floating point: classifier.6.bias: bool (-> fc3.bias), "
+            "features.0.weight: int8 (-> features.0.filter)") in message
+    assert ("values too large for the model's dtype (they would become inf): features.3.weight: "
+            "float64 up to 1e+300, float32 holds up to 3.4e+38 (-> features.2.filter)") in message
+    assert "features.3.bias" not in message
+    assert "model.float()" in message and "export it again" in message  # the fixes
+
+
 def test_a_model_of_another_architecture_is_refused(tmp_path):
     save_file(tiny_vgg11_state_dict(), tmp_path / "vgg11.safetensors")
     with pytest.raises(ValueError, match=r"missing keys .*: features\.2\.bias \(-> features\.1\.bias\), "
