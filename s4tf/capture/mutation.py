@@ -15,9 +15,10 @@ argument, the path to what changed, and the fix.
 What captured steps change by design is not looked at: optimizers (their
 slots, step counts and the settings the body assigns are carried by the
 capture), ``State`` cells (BatchNorm's statistics: the replay writes them),
-and the fields of Differentiable values (frozen; an update that consumes a
-model empties the old object, which is not a change the body made). Their
-containers (a model's list of layers) are looked at like any other.
+and Differentiable values themselves (frozen; an update that consumes a
+model empties the old object, which is not a change the body made, and a
+container holding it still holds the same object). What their fields hold
+(a model's list of layers) is looked at like any other container.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import types
 
 import numpy as np
 
-from ..cow.consumed import is_consumed
 from ..optimizers.optimizer import Optimizer
 from ..tensor import Tensor
 from ..tree import is_leaf, tree_children
@@ -122,8 +122,6 @@ class Snapshot:
     def check(self, name: str) -> None:
         """Raise :class:`CaptureError` if the body changed anything recorded (``name``: the step's)."""
         for value, before, path in self.entries:
-            if is_consumed(value):
-                continue  # an update consumed it: the body used the value it returned
             change = _change(value, before, private=len(path) == 1)
             if change is not None:
                 raise CaptureError(
