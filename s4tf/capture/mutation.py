@@ -5,7 +5,7 @@ the body's Python, so a change the body makes to an argument in place (an
 item of a list or dict, an attribute of an object) would happen on the calls
 that run the body and on no other, and the later calls would compute with
 what the capture saw. Before each run of the body (a capture or a
-verification) :func:`snapshot` records, for every mutable container and
+verification) a :class:`Snapshot` records, for every mutable container and
 plain object reachable from the arguments, what it holds, by identity (a
 tuple of its items, of its ``__dict__``'s items): no copy of a tensor
 (tensors are immutable), no deep comparison. After the body,
@@ -33,7 +33,7 @@ from ..optimizers.optimizer import Optimizer
 from ..tensor import Tensor
 from ..tree import is_leaf, tree_children
 
-__all__ = ["CaptureError", "Snapshot", "snapshot"]
+__all__ = ["CaptureError", "Snapshot"]
 
 # Values that cannot change in place, or whose changes are not the step's data.
 _UNCHANGING = (str, bytes, int, float, complex, bool, type(None), frozenset, range, type,
@@ -79,12 +79,23 @@ class Snapshot:
     entries : list of tuple
         ``(object, what it held, path)``, ``path`` starting with the
         argument's position or keyword.
+
+    Examples
+    --------
+    >>> lst = [1, 2]
+    >>> before = Snapshot(lambda lst: lst.append(3), (lst,), {})
+    >>> lst.append(3)
+    >>> try:
+    ...     before.check("step")
+    ... except CaptureError as error:
+    ...     print(str(error).splitlines()[0])
+    s4tf.xla.compile: step changed its argument 'lst' in place: it grew from 2 to 3 items.
     """
 
-    __slots__ = ("fn", "args", "kwargs", "entries")
+    __slots__ = ("fn", "entries")
 
     def __init__(self, fn, args, kwargs) -> None:
-        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.fn = fn  # for the names of its parameters in an error
         self.entries: list = []
         seen: set[int] = set()
         # Depth first, without recursion: a chain of objects may be longer than Python's stack.
@@ -137,25 +148,8 @@ class Snapshot:
 
     def _where(self, path) -> str:
         first, rest = path[0], path[1:]
-        where = f"argument {_parameter_name(self.fn, self.args, self.kwargs, first)!r}"
+        where = f"argument {_parameter_name(self.fn, first)!r}"
         return ", ".join([where, *(f"{step} {key!r}" for step, key in rest)])
-
-
-def snapshot(fn, args, kwargs) -> Snapshot:
-    """Record what ``fn``'s arguments hold before its body runs (:meth:`Snapshot.check` after).
-
-    Examples
-    --------
-    >>> lst = [1, 2]
-    >>> before = snapshot(lambda lst: lst.append(3), (lst,), {})
-    >>> lst.append(3)
-    >>> try:
-    ...     before.check("step")
-    ... except CaptureError as error:
-    ...     print(str(error).splitlines()[0])
-    s4tf.xla.compile: step changed its argument 'lst' in place: it grew from 2 to 3 items.
-    """
-    return Snapshot(fn, args, kwargs)
 
 
 def _contents(value, private: bool = True):
@@ -226,7 +220,7 @@ def _mapping_change(before: dict, after: dict, word: str) -> str | None:
     return None
 
 
-def _parameter_name(fn, args, kwargs, position):
+def _parameter_name(fn, position) -> str:
     """The name of ``fn``'s parameter that received argument ``position`` (an index or a keyword)."""
     if isinstance(position, str):
         return position

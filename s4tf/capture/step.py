@@ -138,7 +138,7 @@ class CapturedStep:
         if not captures:
             reasons.append(self._new_signature(signature))
         self.body_runs += 1
-        before = mutation.snapshot(self.fn, args, kwargs)
+        before = mutation.Snapshot(self.fn, args, kwargs)
         results, capture = recording.record(call, self.fn)
         before.check(self._name())
         self._last_signature = signature
