@@ -14,8 +14,9 @@ times, so every ratio comes from measurements taken side by side:
 * ``s4tf_xla``: ``model = opt.update(model, grads)`` traced every step, then
   ``s4tf.barrier()`` (what ``TrainingLoop`` does);
 * ``s4tf_captured``: the same step function under ``s4tf.xla.compile`` (the
-  default ``verify_every=100``; no verification falls inside the timed steps
-  unless ``--steps`` reaches it);
+  defaults: the capture and its checks on calls 2 and 3 fall in the
+  ``--warmup`` of 3 steps, and the verification every 100th call inside the
+  timed steps only when ``--steps`` reaches it);
 * ``jax``: the same network in a hand-written ``jax.jit`` step with donated
   parameters and optimizer state (LeNet: ``lenet_step.run_jax``'s step; ResNet:
   the Equinox network of ``benchmarks/zoo_step.py`` under plain ``jax.jit``,

@@ -151,7 +151,8 @@ _sys.modules[f"{__name__}.xla"] = xla
 # Captured steps know models and optimizers, so they live above the backend
 # (s4tf.capture); s4tf.xla names them, attached here where both are below.
 xla.compile, xla.CaptureMismatchWarning = capture.compile, capture.CaptureMismatchWarning
-xla.__all__ = sorted([*xla.__all__, "CaptureMismatchWarning", "compile"])
+xla.CaptureError = capture.CaptureError
+xla.__all__ = sorted([*xla.__all__, "CaptureError", "CaptureMismatchWarning", "compile"])
 
 __version__ = "0.1.0"
 

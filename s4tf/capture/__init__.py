@@ -11,17 +11,19 @@ replay, to verify or to capture again.
 ``s4tf.xla.compile`` and ``s4tf.xla.CaptureMismatchWarning``: they know
 models and optimizers, so they sit above the backend package, and
 ``s4tf/__init__.py`` attaches them to its namespace. Importing this package
-imports no JAX.
+imports no JAX. :mod:`.mutation` finds arguments a body changed in place and
+raises :class:`CaptureError` (``s4tf.xla.CaptureError``).
 """
 
 from __future__ import annotations
 
 from .mismatch import CaptureMismatchWarning
+from .mutation import CaptureError
 
-__all__ = ["CaptureMismatchWarning", "compile"]
+__all__ = ["CaptureError", "CaptureMismatchWarning", "compile"]
 
 
-def compile(fn=None, *, verify_every: int = 100):  # noqa: A001 (the name jax.jit's users expect)
+def compile(fn=None, *, verify_every: int = 100, verify_first: int = 2):  # noqa: A001 (the name jax.jit's users expect)
     """A training step that replays its compiled XLA program without re-running its Python.
 
     The first call runs ``fn`` as usual on the lazy backend and keeps its
@@ -40,10 +42,15 @@ def compile(fn=None, *, verify_every: int = 100):  # noqa: A001 (the name jax.ji
     arguments and draws from :mod:`s4tf.random` (drawn again on each replay).
     Results equal running ``fn`` uncaptured.
 
-    Every ``verify_every``-th call runs the body again and compares the new
+    The first ``verify_first`` calls after a capture (calls 2 and 3) and
+    every ``verify_every``-th call run the body again and compare the new
     trace with the captured one; if Python took another path (a branch on a
     global, an attribute), :class:`CaptureMismatchWarning` names what changed
-    and the new trace is used. As with ``jax.jit``, Python side effects in
+    and the new trace is used; a number the capture could not follow (a
+    Python random draw, ``len(str(lr))``) that changed makes the step run its
+    body on every call. A body that changes an argument in place (an item, an
+    attribute) is refused with :class:`CaptureError`, on any call that runs
+    it: a replay would not make the change. As with ``jax.jit``, Python side effects in
     ``fn`` (printing, appending to a list) happen only on calls that run the
     body, and tensors ``fn`` reads from globals or closures are inputs as
     they were when captured (replacing them captures again).
@@ -55,6 +62,9 @@ def compile(fn=None, *, verify_every: int = 100):  # noqa: A001 (the name jax.ji
         ``fn``, returns a decorator.
     verify_every : int
         Run the body and compare traces every this many calls (>= 1).
+    verify_first : int
+        Run the body and compare traces on this many calls after each
+        capture (>= 0), so what the capture cannot follow shows early.
 
     Returns
     -------
@@ -76,13 +86,13 @@ def compile(fn=None, *, verify_every: int = 100):  # noqa: A001 (the name jax.ji
     ...     return opt.update(model, grads), loss
     >>> for i in range(5):
     ...     model, loss = train_step(model, x, y, 0.1 / (1 + i))
-    >>> opt.step, train_step.body_runs       # one run of the body, four replays
-    (5, 1)
+    >>> opt.step, train_step.body_runs       # the capture, two checks, two replays
+    (5, 3)
     """
     if fn is None:
-        return lambda f: compile(f, verify_every=verify_every)
+        return lambda f: compile(f, verify_every=verify_every, verify_first=verify_first)
     from ..backends.base import get_backend_object
     from .step import CapturedStep  # JAX's modules come with it: imported on first use
 
     get_backend_object("xla")  # the ImportError that names the extra to install, if JAX is missing
-    return CapturedStep(fn, verify_every)
+    return CapturedStep(fn, verify_every, verify_first)

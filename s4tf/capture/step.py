@@ -3,13 +3,15 @@
 Captures are kept per call signature (:mod:`.calls`); a signature may hold a
 few captures that differ in what the body decided (a Python number it
 compared, an optimizer setting, slots made on the host or on the device).
-Every ``verify_every``-th call runs the body even when a capture would
-replay, and compares the new trace with the capture's: another path (a
+The first ``verify_first`` calls after a capture (calls 2 and 3 by default)
+and every ``verify_every``-th call run the body even when a capture would
+replay, and compare the new trace with the capture's: another path (a
 Python branch on something the signature does not see) warns with
 :class:`s4tf.xla.CaptureMismatchWarning` and the new trace replaces the old;
 a number the capture could not follow (made with ``math``/NumPy, or read
 from a global) that changed warns too, and then that signature always runs
-its body.
+its body. Every run of the body also checks that it changed no argument in
+place (:mod:`.mutation`), which a replay could not repeat.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 from ..backends.xla import graph
 from ..backends.xla.counters import _describe_change, summarize
 from ..user_frames import user_stacklevel
-from . import recording
+from . import mutation, recording
 from .calls import Call, NotCapturable
 from .mismatch import CaptureMismatchWarning
 from .replay import Miss
@@ -44,6 +46,9 @@ class CapturedStep:
         The step.
     verify_every : int
         Run the body and compare traces on every ``verify_every``-th call.
+    verify_first : int
+        Run the body and compare traces on this many calls after each
+        capture too.
 
     Attributes
     ----------
@@ -59,27 +64,36 @@ class CapturedStep:
     ...     return x * 2
     >>> step = s4tf.xla.compile(double, verify_every=10)
     >>> x = s4tf.ones([3]).to("xla")
-    >>> [step(x).tolist() for _ in range(3)][-1], step.calls, step.body_runs
-    ([2.0, 2.0, 2.0], 3, 1)
+    >>> [step(x).tolist() for _ in range(5)][-1], step.calls, step.body_runs
+    ([2.0, 2.0, 2.0], 5, 3)
     """
 
-    def __init__(self, fn, verify_every: int = 100) -> None:
+    def __init__(self, fn, verify_every: int = 100, verify_first: int = 2) -> None:
         if not callable(fn):
             raise TypeError(f"s4tf.xla.compile takes a function; got a {type(fn).__name__}.")
-        if isinstance(verify_every, bool) or not isinstance(verify_every, int | np.integer) \
-                or verify_every < 1:
+        if not _count(verify_every, 1):
             raise ValueError(
                 f"s4tf.xla.compile: verify_every must be an int >= 1 (the body runs again on "
                 f"every verify_every-th call); got {verify_every!r}. Use 1 to check every "
                 "call, or a large number to check rarely."
             )
+        if not _count(verify_first, 0):
+            raise ValueError(
+                f"s4tf.xla.compile: verify_first must be an int >= 0 (the calls after a "
+                f"capture that run the body again to check it); got {verify_first!r}. Use 0 "
+                "to replay from the second call on."
+            )
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.verify_every = int(verify_every)
+        self.verify_first = int(verify_first)
         self.calls = 0
         self.body_runs = 0
         self._captures: dict = {}
         self._always_run: set = set()  # signatures fed numbers a capture cannot follow
+        # Capture -> how many of its next calls still verify it. Calls 2 and 3 after a capture
+        # find what the signature cannot see (a Python random draw, str() of an argument).
+        self._unchecked: dict = {}
         self._misses = 0
         self._warned_misses = False
         self._last_signature = None
@@ -116,7 +130,7 @@ class CapturedStep:
             except Miss as miss:
                 reasons.append(str(miss))
                 continue
-            if not verifying:
+            if not verifying and not self._unchecked.get(capture):
                 self._misses = 0
                 return capture.replay(call, prepared)
             matched = capture
@@ -124,16 +138,26 @@ class CapturedStep:
         if not captures:
             reasons.append(self._new_signature(signature))
         self.body_runs += 1
+        before = mutation.Snapshot(self.fn, args, kwargs)
         results, capture = recording.record(call, self.fn)
+        before.check(self._name())
         self._last_signature = signature
         if matched is not None:
+            left = self._unchecked.pop(matched, 0)
+            # Another path is a new capture: it gets its own first checks.
+            left = left - 1 if matched.entries == capture.entries else self.verify_first
             self._compare(matched, capture, signature)
             captures[captures.index(matched)] = capture
         else:
             self._note_miss(reasons)
+            left = self.verify_first
             captures.append(capture)
+            for old in captures[:-MAX_CAPTURES]:
+                self._unchecked.pop(old, None)
             del captures[:-MAX_CAPTURES]
             self._captures[signature] = captures
+        if left > 0:
+            self._unchecked[capture] = left
         return results
 
     def _new_signature(self, signature) -> str:
@@ -185,6 +209,11 @@ class CapturedStep:
 
     def _name(self) -> str:
         return getattr(self.fn, "__qualname__", "the step")
+
+
+def _count(value, least: int) -> bool:
+    """Whether ``value`` is an int (not a bool) of at least ``least``."""
+    return not isinstance(value, bool) and isinstance(value, int | np.integer) and value >= least
 
 
 def _part(part) -> str:

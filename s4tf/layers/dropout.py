@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import random as _random
+from ..backends.base import backend
 from ..differentiable import no_derivative
 from ..learning_phase import layer_is_training
 from ..ops import cast, greater_equal
@@ -25,8 +26,10 @@ _ALPHA_PRIME = -1.7580993408473766
 
 def _draw(kind, input, shape=None, **kwargs):
     """A random tensor typed like ``input`` on its backend, shaped like it unless ``shape``."""
-    noise = kind(shape_of(input) if shape is None else shape, dtype=input.dtype, **kwargs)
-    return noise if noise.backend == input.backend else noise.to(input.backend)
+    # Drawn on that backend, not moved there: a captured step (s4tf.xla.compile) knows
+    # the drawn tensor as a draw to make again on each replay; a copy would be a constant.
+    with backend(input.backend):
+        return kind(shape_of(input) if shape is None else shape, dtype=input.dtype, **kwargs)
 
 
 def _keep_mask(input, probability, shape=None):
