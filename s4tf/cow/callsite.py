@@ -16,12 +16,17 @@ stored. The update may consume its argument when it was loaded by
   stored back into that very place by the same statement.
 
 Anything else, including every shape this reading does not understand, copies.
+The symbolic run describes each stack item by a record (:class:`Name`,
+:class:`Const`, :class:`Attr`, :class:`Subscr`, :class:`Method`, or a
+:class:`Marker`: a call's result, a NULL); the record the call passes as the
+model gives the verdict (its ``verdict`` method).
 The verdict depends only on the code and the instruction, so it is cached per
 ``(code object, f_lasti)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import sys
 
@@ -109,12 +114,116 @@ def verdict(code, lasti: int, entry: Entry) -> Verdict:
     return found
 
 
-# Descriptions of stack items: ("name", family, name), ("const", type, value),
-# ("attr", name, receiver), ("subscr", container, key), ("method", name,
-# receiver), ("call",), ("null",), ("result",); None for anything unknown.
-_NULL = ("null",)
-_CALL = ("call",)
-_RESULT = ("result",)
+# What the symbolic run knows of each stack item: one of the records below, or None
+# for anything it does not know.
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Name:
+    """A variable's value: ``family`` is ``"fast"`` (a local), ``"name"``, ``"global"`` or ``"deref"``."""
+
+    family: str
+    name: str
+
+    def verdict(self, instructions, index) -> Verdict:
+        # The count proves the name is the only holder; a stale name raises loudly.
+        return Verdict(True, f"as the name {self.name!r}")
+
+    def show(self) -> str:
+        return str(self.name)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Const:
+    """A constant (its type is kept: ``0``, ``0.0`` and ``False`` are different keys)."""
+
+    type: type
+    value: object
+
+    def verdict(self, instructions, index) -> Verdict:
+        return _UNKNOWN_EXPRESSION
+
+    def show(self) -> str:
+        return repr(self.value)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Attr:
+    """``receiver.name``."""
+
+    name: str
+    receiver: object
+
+    def verdict(self, instructions, index) -> Verdict:
+        return _place_verdict(self, instructions, index)
+
+    def show(self) -> str:
+        return f"{_show(self.receiver)}.{self.name}"
+
+    def stores_back(self, items, ins) -> bool:
+        """Whether ``ins`` stores the result (under ``items``' top) into this place."""
+        return (ins.opname == "STORE_ATTR" and len(items) >= 2 and items[-2] == RESULT
+                and items[-1] == self.receiver and ins.argval == self.name)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Subscr:
+    """``container[key]``."""
+
+    container: object
+    key: object
+
+    def verdict(self, instructions, index) -> Verdict:
+        return _place_verdict(self, instructions, index)
+
+    def show(self) -> str:
+        return f"{_show(self.container)}[{_show(self.key)}]"
+
+    def stores_back(self, items, ins) -> bool:
+        """Whether ``ins`` stores the result (under ``items``' top) into this place."""
+        return (ins.opname == "STORE_SUBSCR" and len(items) >= 3 and items[-3] == RESULT
+                and items[-2] == self.container and items[-1] == self.key)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Method:
+    """A method ``name`` loaded from ``receiver`` for a call (the callee, never the model)."""
+
+    name: str
+    receiver: object
+
+    def verdict(self, instructions, index) -> Verdict:
+        return _UNKNOWN_EXPRESSION
+
+    def show(self) -> str:
+        return "(...)"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Marker:
+    """A stack item without parts: a call's result, the NULL beside a callable, or the
+    result of the update call being followed."""
+
+    what: str
+
+    def verdict(self, instructions, index) -> Verdict:
+        if self is CALL:
+            return Verdict(True, "as the result of a call")  # a temporary nobody else can reach
+        return _UNKNOWN_EXPRESSION
+
+    def show(self) -> str:
+        return "(...)"
+
+
+NULL = Marker("null")
+CALL = Marker("call")
+RESULT = Marker("result")
+_UNKNOWN_EXPRESSION = Verdict(False, "as an expression the call-site reader does not understand")
+# Instructions read after the update's call to find the store of its result. Storing
+# back into a place built of names, constants, attributes and items loads that place's
+# receiver and key first, a few instructions per part; a statement that has not stored
+# the result after this many is no such store, and copies.
+STORE_WINDOW = 32
 
 _NO_STACK_EFFECT = frozenset({
     "NOP", "CACHE", "EXTENDED_ARG", "RESUME", "RESUME_CHECK", "PRECALL", "NOT_TAKEN",
@@ -167,33 +276,33 @@ class _Stack:
         if name in _NO_STACK_EFFECT:
             return
         if name in _NAME_LOADS:
-            desc = ("name", _NAME_LOADS[name], value)
+            desc = Name(_NAME_LOADS[name], value)
             if name == "LOAD_GLOBAL" and _NULL_FLAG_GLOBAL and arg & 1:
-                self.push(*((_NULL, desc) if _NULL_FIRST else (desc, _NULL)))
+                self.push(*((NULL, desc) if _NULL_FIRST else (desc, NULL)))
             else:
                 self.push(desc)
         elif name in _PAIR_LOADS:
-            self.push(*(("name", "fast", n) for n in value))
+            self.push(*(Name("fast", n) for n in value))
         elif name in ("LOAD_CONST", "LOAD_SMALL_INT"):
-            self.push(("const", type(value), value))
+            self.push(Const(type(value), value))
         elif name == "KW_NAMES":
             self.kwnames = self.code.co_consts[arg]
         elif name == "PUSH_NULL":
-            self.push(_NULL)
+            self.push(NULL)
         elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and _METHOD_FLAG_ATTR and arg & 1):
             (receiver,) = self.pop()
-            self.push(("method", value, receiver), receiver)
+            self.push(Method(value, receiver), receiver)
         elif name == "LOAD_ATTR":
             (receiver,) = self.pop()
-            self.push(("attr", value, receiver))
+            self.push(Attr(value, receiver))
         elif name == "BINARY_SUBSCR" or (name == "BINARY_OP" and ins.argrepr == "[]"):
             container, key = self.pop(2)
-            self.push(("subscr", container, key))
+            self.push(Subscr(container, key))
         elif name in _POPS:
             self.pop()
         elif name in _CALLS:
             self.pop(_CALLS[name] + arg)
-            self.push(_CALL)
+            self.push(CALL)
             self.kwnames = ()
         elif (name in _ONE_RESULT or name.startswith(_ONE_RESULT_PREFIXES)) and _effect(ins) <= 1:
             self.pop(1 - _effect(ins))
@@ -229,18 +338,17 @@ def _read(code, lasti: int, entry: Entry) -> Verdict:
     model = _model_argument(stack, instructions[index], entry)
     if model is None:
         return Verdict(False, "in a call shape the call-site reader does not understand")
-    kind = model[0]
-    if kind == "name":
-        return Verdict(True, f"as the name {model[2]!r}")
-    if kind == "call":
-        return Verdict(True, "as the result of a call")
-    if kind in ("attr", "subscr"):
-        shown = _show(model)
-        if _pure(model) and _stored_back(instructions, index, model):
-            return Verdict(True, f"as {shown}, with the result stored back there")
-        return Verdict(False, f"as {shown}, which keeps the old model (the result is not "
-                              "stored back into it)")
-    return Verdict(False, "as an expression the call-site reader does not understand")
+    return model.verdict(instructions, index)
+
+
+def _place_verdict(model, instructions, index: int) -> Verdict:
+    """The verdict for a model passed as an attribute or an item: consumed only if the
+    result is stored back into that very place."""
+    shown = model.show()
+    if _pure(model) and _stored_back(instructions, index, model):
+        return Verdict(True, f"as {shown}, with the result stored back there")
+    return Verdict(False, f"as {shown}, which keeps the old model (the result is not "
+                          "stored back into it)")
 
 
 def _model_argument(stack: _Stack, call, entry: Entry):
@@ -248,26 +356,24 @@ def _model_argument(stack: _Stack, call, entry: Entry):
     argc, name = call.arg, call.opname
     if name in ("CALL_FUNCTION_KW", "CALL_KW"):
         (names,) = stack.pop()
-        if names is None or names[0] != "const" or type(names[2]) is not tuple:
+        if type(names) is not Const or names.type is not tuple:
             return None
-        kwnames = names[2]
+        kwnames = names.value
     else:
         kwnames = stack.kwnames
     args = stack.pop(argc)
     below = stack.pop(1 if name in ("CALL_FUNCTION", "CALL_FUNCTION_KW") else 2)
     if name in ("CALL_FUNCTION", "CALL_FUNCTION_KW"):
         callee = below[-1]
-    elif below[0] is not None and below[0][0] == "method":
+    elif type(below[0]) is Method:
         callee = below[0]
-    elif below[1] == _NULL:
+    elif below[1] == NULL:
         callee = below[0]
-    elif below[0] == _NULL:
+    elif below[0] == NULL:
         callee = below[1]
     else:
         return None
-    if callee is None or callee[0] not in ("name", "attr", "method"):
-        return None
-    if (callee[2] if callee[0] == "name" else callee[1]) != entry.callee:
+    if type(callee) not in (Name, Attr, Method) or callee.name != entry.callee:
         return None
     positional = len(args) - len(kwnames)
     keywords = dict(zip(kwnames, args[positional:], strict=True))
@@ -279,54 +385,37 @@ def _model_argument(stack: _Stack, call, entry: Entry):
     if any(p in keywords for p in entry.params[:positional]):
         return None
     if entry.receiver:
-        return callee[2] if callee[0] in ("attr", "method") else None
+        return callee.receiver if type(callee) in (Attr, Method) else None
     return args[0] if positional else keywords[entry.params[0]]
 
 
 def _pure(desc) -> bool:
     """Whether ``desc`` names one place: names, constants, attributes and items of those."""
-    if desc is None:
-        return False
-    kind = desc[0]
-    if kind in ("name", "const"):
+    kind = type(desc)
+    if kind in (Name, Const):
         return True
-    if kind == "attr":
-        return _pure(desc[2])
-    if kind == "subscr":
-        return _pure(desc[1]) and _pure(desc[2])
+    if kind is Attr:
+        return _pure(desc.receiver)
+    if kind is Subscr:
+        return _pure(desc.container) and _pure(desc.key)
     return False
 
 
 def _stored_back(instructions, index: int, model) -> bool:
-    """Whether the call's result is stored into the place ``model`` was loaded from."""
-    stack = _Stack(None, [_RESULT])
-    for ins in instructions[index + 1:index + 33]:
+    """Whether the call's result is stored into the place ``model`` (an Attr or a Subscr)
+    was loaded from."""
+    stack = _Stack(None, [RESULT])
+    for ins in instructions[index + 1:index + 1 + STORE_WINDOW]:
         if _is_target(ins):
             return False
-        items = stack.items
-        if ins.opname == "STORE_ATTR":
-            return (model[0] == "attr" and len(items) >= 2 and items[-2] == _RESULT
-                    and items[-1] == model[2] and ins.argval == model[1])
-        if ins.opname == "STORE_SUBSCR":
-            return (model[0] == "subscr" and len(items) >= 3 and items[-3] == _RESULT
-                    and items[-2] == model[1] and items[-1] == model[2])
+        if ins.opname in ("STORE_ATTR", "STORE_SUBSCR"):
+            return model.stores_back(stack.items, ins)
         stack.run(ins)
-        if _RESULT not in stack.items:
+        if RESULT not in stack.items:
             return False
     return False
 
 
 def _show(desc) -> str:
-    """Source-like text for a description (for messages)."""
-    if desc is None:
-        return "..."
-    kind = desc[0]
-    if kind == "name":
-        return str(desc[2])
-    if kind == "const":
-        return repr(desc[2])
-    if kind == "attr":
-        return f"{_show(desc[2])}.{desc[1]}"
-    if kind == "subscr":
-        return f"{_show(desc[1])}[{_show(desc[2])}]"
-    return "(...)"
+    """Source-like text for a stack item (for messages)."""
+    return "..." if desc is None else desc.show()
