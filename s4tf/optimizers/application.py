@@ -57,11 +57,12 @@ def apply_update(optimizer, model, grads, count: int, consume: bool, caller):
     # in place wait here (indices, params, grads) to run packed after the last leaf.
     packed = ([], [], []) if is_elementwise(optimizer) else None
     last = len(grad_arrays) - 1
+    state = optimizer._state  # read per leaf: the list itself, not a method call each time
 
     def leaf(i, value, in_place):
         new, slots = new_leaf(optimizer, i, value, grad_arrays[i], in_place, constants, names,
                               packed)
-        if slots is not optimizer.slots(i):  # (most in-place leaves keep theirs)
+        if slots is not state[i]:  # (most in-place leaves keep theirs)
             pending[i] = slots
         if i == last and packed is not None:
             run_packed(optimizer, *packed, constants, pending)

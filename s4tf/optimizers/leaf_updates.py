@@ -44,7 +44,7 @@ def slots_on(optimizer, i: int, backend, names: dict) -> dict:
     >>> sorted(slots_on(opt, 0, host, dict.fromkeys(opt.state_names)))
     ['first_moments', 'second_moments']
     """
-    slots = optimizer.slots(i)
+    slots = optimizer._state[i]  # the optimizer's own machinery: its state list, read directly
     if slots is None or slots.keys() != names.keys():
         # First use, or the slots changed with a hyperparameter (SGD's momentum).
         shape, dtype = optimizer._shapes[i], optimizer._dtypes[i]
@@ -113,6 +113,7 @@ def run_packed(optimizer, indices, params, grads, constants, pending) -> None:
     Keeps the packs used now (none when no small parameter was written in
     place, e.g. in a copying update) and lets go of the others.
     """
+    state = optimizer._state
     groups: dict = {}
     for k, param in enumerate(params):
         groups.setdefault(param.dtype, []).append(k)
@@ -124,11 +125,11 @@ def run_packed(optimizer, indices, params, grads, constants, pending) -> None:
             group_params, group_grads = [params[k] for k in members], [grads[k] for k in members]
         pack = optimizer._packs.get(dtype)
         if (pack is None or pack.indices != keys
-                or any(pending.get(i, optimizer.slots(i)) is not slots
+                or any(pending.get(i, state[i]) is not slots
                        for i, slots in zip(keys, pack.slots, strict=True))):
             # First use, or the state was replaced (loaded, or a copying update).
             pack = Pack(keys, [optimizer._shapes[i] for i in keys], dtype,
-                        [pending.get(i, optimizer.slots(i)) for i in keys])
+                        [pending.get(i, state[i]) for i in keys])
             pending.update(zip(keys, pack.slots, strict=True))
         packs[dtype] = pack
         pack.run(optimizer.update_parameter, group_params, group_grads, constants)
