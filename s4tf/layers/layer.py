@@ -81,7 +81,7 @@ def _wrap_call(call):
             return call(self, *args, **kwargs)
         return around(self, call, args, kwargs)  # s4tf.summary lists the layers called
 
-    __call__._s4tf_probe = True
+    __call__._s4tf_wrapped = True
     return __call__
 
 
@@ -115,7 +115,7 @@ class Layer(Differentiable):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         call = cls.__dict__.get("__call__")
-        if call is not None and not getattr(call, "_s4tf_probe", False):
+        if call is not None and not getattr(call, "_s4tf_wrapped", False):
             cls.__call__ = _wrap_call(call)
 
     def __call__(self, input):
