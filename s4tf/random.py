@@ -9,15 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dtypes
+from . import hooks
 from ._sizes import shape as _shape
 from .tensor import Tensor, from_numpy
 
 __all__ = ["generator", "get_state", "normal", "randint", "seed", "set_state", "uniform"]
 
 _generator = np.random.default_rng(0)
-# Called as listener(tensor, redraw) for each draw from the global stream while
-# s4tf.xla.compile records a step (s4tf/capture): replays draw again with redraw().
-draw_listener = None
 
 
 def seed(n: int) -> None:
@@ -56,8 +54,9 @@ def _drawn(draw, dtype, seed) -> Tensor:
         return draw().astype(dtype.numpy)
 
     tensor = from_numpy(host_values(), dtype)
-    if seed is None and draw_listener is not None:
-        draw_listener(tensor, host_values)
+    if seed is None and hooks.on_draw is not None:
+        # A captured step's recording (s4tf/capture): its replays draw again with host_values().
+        hooks.on_draw(tensor, host_values)
     return tensor
 
 

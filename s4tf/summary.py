@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 from . import dtypes as _dtypes
+from . import hooks
 from .creation import zeros
-from .layers import layer as _layer_module
+from .layers.layer import Sequential
 from .learning_phase import inference
 from .tensor import Tensor
 from .tree import join_path, tree_children, tree_leaves
@@ -84,7 +86,7 @@ def _shown_rows(records, model, max_depth):
         layer = entry["layer"]
         ancestors_below_model = [a for _, a in ancestors if a is not model]
         if layer is not model:
-            level = 1 + sum(not isinstance(a, _layer_module.Sequential) for a in ancestors_below_model)
+            level = 1 + sum(not isinstance(a, Sequential) for a in ancestors_below_model)
             if max_depth is None or level <= max_depth:
                 rows.append((entry, len(ancestors_below_model)))
         ancestors.append((entry["depth"], layer))
@@ -138,16 +140,14 @@ def summary(model, input_shape, dtype=_dtypes.float32, file=None, max_depth: int
                          f"received max_depth={max_depth!r}.")
     file = sys.stdout if file is None else file
     names = _names(model, "", {})
-    probe = _layer_module._probe
-    if getattr(probe, "records", None) is not None:
+    if hooks.installed("summary"):
         raise RuntimeError("summary() cannot run inside another summary() of the same thread.")
-    probe.records, probe.depth, probe.current = [], 0, None
-    try:
-        with inference():
-            model(zeros(tuple(input_shape), dtype=dtype))
-        records = probe.records
-    finally:
-        probe.records, probe.depth, probe.current = None, 0, None
+    recorder = _LayerCalls()
+    listener = hooks.Listener("summary", around_layer_call=recorder,
+                              thread=threading.get_ident())
+    with hooks.listening(listener), inference():
+        model(zeros(tuple(input_shape), dtype=dtype))
+    records = recorder.records
     rows = []
     for entry, indent in _shown_rows(records, model, max_depth):
         layer = entry["layer"]
@@ -166,3 +166,27 @@ def summary(model, input_shape, dtype=_dtypes.float32, file=None, max_depth: int
               f"Non-trainable parameters: {non_trainable:,}",
               f"Total parameters: {trainable + non_trainable:,}"]
     print("\n".join(lines), file=file)
+
+
+class _LayerCalls:
+    """The layers a model calls, in order, with their depth and output (a hook listener)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+        self.depth = 0
+        self.current = None
+
+    def __call__(self, layer, call, args, kwargs):
+        # A subclass's __call__ calling super().__call__ is one layer call, not two.
+        if self.current is layer:
+            return call(layer, *args, **kwargs)
+        entry = {"layer": layer, "depth": self.depth, "output": None}
+        self.records.append(entry)
+        outer = (self.depth, self.current)
+        self.depth, self.current = outer[0] + 1, layer
+        try:
+            out = call(layer, *args, **kwargs)
+        finally:
+            self.depth, self.current = outer
+        entry["output"] = out
+        return out

@@ -1,6 +1,7 @@
 """summary() and parameter_count(), on LeNet-5 from the paper's Figure 6 (s4tf.models.LeNet)."""
 
 import io
+import threading
 
 import pytest
 
@@ -104,3 +105,28 @@ def test_summary_collapses_blocks_below_max_depth():
 def test_summary_rejects_a_bad_max_depth():
     with pytest.raises(ValueError, match=r"max_depth must be an int >= 1 or None .*received max_depth=0"):
         s4tf.summary(LeNet(), (1, 28, 28, 1), max_depth=0)
+
+
+def test_summaries_in_two_threads_each_list_their_own_model():
+    # summary() listens to layer calls on its own thread only: one running in another thread
+    # at the same time neither sees this thread's layers nor hides them from this one.
+    inside, release = threading.Event(), threading.Event()
+
+    class Waiting(s4tf.Layer):
+        def __call__(self, x):
+            inside.set()
+            release.wait(10)
+            return x
+
+    blocked = layers.Sequential(Waiting(), layers.Dense(2, 5))
+    texts = {"other": io.StringIO(), "mine": io.StringIO()}
+    thread = threading.Thread(target=lambda: s4tf.summary(blocked, (1, 2), file=texts["other"]))
+    thread.start()
+    assert inside.wait(10)
+    s4tf.summary(layers.Sequential(layers.Dense(2, 3), layers.Dense(3, 4)), (1, 2),
+                 file=texts["mine"])
+    release.set()
+    thread.join(10)
+    mine, other = texts["mine"].getvalue(), texts["other"].getvalue()
+    assert "(1, 4)" in mine and "Waiting" not in mine and "(1, 5)" not in mine
+    assert "Waiting" in other and "(1, 5)" in other and "(1, 4)" not in other

@@ -21,7 +21,7 @@ from ..backends.xla.layouts import placement
 from ..learning_phase import current_learning_phase
 from ..tree import is_leaf, tree_children
 
-__all__ = ["Call", "NotCapturable", "Signature", "loose_statics"]
+__all__ = ["Call", "NotCapturable", "Signature", "loose_statics", "tensor_part"]
 
 _plain = float.__float__
 
@@ -141,7 +141,7 @@ class Call:
                 else:
                     parts.append(("f", _plain(value)))
             else:
-                parts.append(_tensor_part(value))
+                parts.append(tensor_part(value))
             return
         kind, children = tree_children(value)
         if kind is None:
@@ -155,7 +155,18 @@ class Call:
             self._walk(child, depth + 1, parts)
 
 
-def _tensor_part(tensor):
+def tensor_part(tensor):
+    """A tensor argument's part of the signature: shape, dtype and place (host or layout).
+
+    Raises :class:`NotCapturable` for a tensor being differentiated, and
+    ``TypeError`` with the fix for one that is not on the xla backend.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> tensor_part(s4tf.ones([2, 3]).to("xla"))[:2]
+    ((2, 3), dtype('float32'))
+    """
     if tensor._traced:
         raise NotCapturable
     data = tensor._data

@@ -1,17 +1,18 @@
 """Running a step's body once with the lazy backend's listeners on, and learning from it.
 
 :func:`record` runs the body as usual (every op is recorded on the lazy
-backend, every number computed in Python) while listening to four places:
+backend, every number computed in Python) while listening, through
+:mod:`s4tf.hooks`, to four places:
 
-* arrays made from host data (``backend.array_listener``): a
+* arrays made from host data (``hooks.on_array``): a
   :class:`~.scalars.TrackedFloat` entering an op becomes a host input the
   replay recomputes; any other such array is a constant the body made;
-* optimizer updates (``optimizers.optimizer.update_listener``): the optimizer
+* optimizer updates (``hooks.on_update``): the optimizer
   joins the capture; its slots are inputs and outputs, its ``step_constants``
   become tracked numbers the replay recomputes from the step count;
-* draws from :mod:`s4tf.random`'s global stream (``random.draw_listener``):
+* draws from :mod:`s4tf.random`'s global stream (``hooks.on_draw``):
   drawn again on replay;
-* barriers (``graph.barrier_listener``): a barrier *inside* the body means it
+* barriers (``hooks.on_barrier``): a barrier *inside* the body means it
   read a value, which a replay cannot do, and is refused with an explanation.
 
 A barrier after the body runs the step's graph and keeps its trace
@@ -27,16 +28,15 @@ import weakref
 
 import numpy as np
 
-from .. import random as _random
+from .. import hooks
 from ..backends.xla import backend as _backend
-from ..backends.xla import graph
 from ..backends.xla.capture import recorded_barrier
 from ..backends.xla.lazy import LazyArray
-from ..optimizers import optimizer as _optimizer
 from ..tensor import Tensor
 from ..tree import tree_flatten
-from .calls import _tensor_part, loose_statics
+from .calls import loose_statics, tensor_part
 from .replay import Capture, Update
+from .roles import Constant, Draw, Expr, Leaf, Number, Out, Outside, Slot
 from .scalars import TrackedFloat, evaluator, sources_of
 
 __all__ = ["ReadsValueError", "active", "record"]
@@ -44,7 +44,7 @@ __all__ = ["ReadsValueError", "active", "record"]
 _plain = float.__float__
 # Static results a replay returns as they were (they depend only on the signature).
 _CARRIED = (type(None), bool, int, str, bytes)
-_active: list = []  # the recording whose body is running (at most one)
+_OWNER = "captured step"  # how the hook stack knows a recording (s4tf.hooks)
 
 
 def active() -> bool:
@@ -55,7 +55,7 @@ def active() -> bool:
     >>> active()
     False
     """
-    return bool(_active)
+    return hooks.installed(_OWNER)
 
 
 class ReadsValueError(RuntimeError):
@@ -76,12 +76,13 @@ class _Recording:
         self.draws: list = []
         self.updates: list[Update] = []
         self.optimizers: list = []
+        self.parameters: list[int] = []  # per optimizer: how many parameters its model has
         self.attribute_sources: dict = {}  # (optimizer, attribute) -> its source expression
         self.kept: dict = {}        # id(array) -> copy of a donated constant's buffer
         self.in_body = False
         for j, leaf in enumerate(call.leaves):
             if isinstance(leaf, Tensor):
-                self._know(leaf._data, ("leaf", j))
+                self._know(leaf._data, Leaf(j))
 
     def _know(self, array, role) -> None:
         if id(array) not in self.known:
@@ -111,7 +112,7 @@ class _Recording:
             self.scalars[id(array)] = (array, value.expression)
 
     def on_draw(self, tensor, redraw) -> None:
-        self._know(tensor._data, ("draw", len(self.draws)))
+        self._know(tensor._data, Draw(len(self.draws)))
         self.draws.append(redraw)
 
     def on_barrier(self) -> None:
@@ -167,29 +168,23 @@ class _Recording:
         o = len(self.optimizers)
         self.optimizers.append(optimizer)
         leaves, _ = tree_flatten(model, differentiable=True)
-        names = dict.fromkeys(optimizer.state_names)
+        self.parameters.append(len(leaves))
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor) and leaf._backend is _backend.BACKEND:
-                slots = optimizer._state[i] = optimizer._slots(i, leaf._backend, names)
-                for name, tensor in slots.items():
+                for name, tensor in optimizer.place_slots(i, leaf._backend).items():
                     if tensor._data.op is None:
-                        self._know(tensor._data, ("slot", o, i, name, _tensor_part(tensor)))
+                        self._know(tensor._data, Slot(o, i, name, tensor_part(tensor)))
 
     @contextlib.contextmanager
     def listening(self):
-        saved = (_backend.array_listener, graph.barrier_listener, _optimizer.update_listener,
-                 _random.draw_listener)
-        _backend.array_listener, graph.barrier_listener = self.on_array, self.on_barrier
-        _optimizer.update_listener, _random.draw_listener = self.on_update, self.on_draw
-        _active.append(self)
+        listener = hooks.Listener(_OWNER, on_array=self.on_array, on_barrier=self.on_barrier,
+                                  on_update=self.on_update, on_draw=self.on_draw)
         self.in_body = True
         try:
-            yield
+            with hooks.listening(listener):
+                yield
         finally:
             self.in_body = False
-            _active.pop()
-            (_backend.array_listener, graph.barrier_listener, _optimizer.update_listener,
-             _random.draw_listener) = saved
 
     # After the body.
     def capture(self, results) -> Capture:
@@ -217,22 +212,22 @@ class _Recording:
                         "State cells (as BatchNorm's statistics).")
                 _check_result(cell.value)
                 changed_cells.append((index, cell.value))
-        slots = [[(i, dict(s)) for i, s in enumerate(opt._state)
+        slots = [[(i, dict(s)) for i, s in ((i, opt.slots(i)) for i in range(n))
                   if s is not None and all(t._backend is _backend.BACKEND for t in s.values())]
-                 for opt in self.optimizers]
+                 for opt, n in zip(self.optimizers, self.parameters, strict=True)]
         program = recorded_barrier(keep=lambda array: self.role_of(array) is None)
         self.kept = {} if program is None else program.kept
         outputs = {} if program is None else {id(node): k for node, k in program.outputs}
 
         def role(value):
             if isinstance(value, TrackedFloat) and value.recording is self:
-                return ("expr", evaluator(value.expression))
+                return Expr(evaluator(value.expression))
             if isinstance(value, float):
-                return ("number", _plain(value))
+                return Number(_plain(value))
             array = value._data
             k = outputs.get(id(array))
             if k is not None:
-                return ("out", k)
+                return Out(k)
             known = self.role_of(array)
             if known is not None:
                 return known
@@ -275,11 +270,11 @@ class _Recording:
 
     def _constant(self, array):
         if self._outside(array):
-            return ("constant", weakref.ref(array), True)
+            return Outside(weakref.ref(array))
         kept = self.kept.get(id(array))
         if kept is not None:  # the recorded run donated it: its copy is the constant
             array = LazyArray(array.shape, array.dtype, buffer=kept)
-        return ("constant", array, False)
+        return Constant(array)
 
     def _host_role(self, array):
         known = self.role_of(array)
@@ -287,10 +282,10 @@ class _Recording:
             return known
         found = self.scalars.get(id(array))
         if found is not None and found[0] is array:
-            return ("expr", evaluator(found[1]))
+            return Expr(evaluator(found[1]))
         if self._outside(array):
-            return ("constant", weakref.ref(array), True)
-        return ("number", np.asarray(array.buffer).reshape(()))
+            return Outside(weakref.ref(array))
+        return Number(np.asarray(array.buffer).reshape(()))
 
 
 def _compiled(update: Update) -> Update:
@@ -325,8 +320,8 @@ def record(call, fn):
     >>> from s4tf.capture.calls import Call
     >>> x = s4tf.ones([2]).to("xla")
     >>> result, capture = record(Call((x, 3.0), {}), lambda x, scale: x * scale)
-    >>> result.tolist(), [role[0] for role in capture.device_roles]
-    ([3.0, 3.0], ['leaf'])
+    >>> result.tolist(), capture.device_roles
+    ([3.0, 3.0], [Leaf(index=0)])
     """
     recording = _Recording(call)
     args, kwargs = recording.arguments()

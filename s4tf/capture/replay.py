@@ -1,21 +1,9 @@
 """What one recorded run of a step's body learned, and replaying it on a new call.
 
 A :class:`Capture` holds the compiled program of the body's run and a *role*
-for each of its inputs and outputs:
-
-* ``("leaf", j)``: leaf ``j`` of the call's arguments (a tensor, or a host
-  scalar tensor);
-* ``("slot", o, i, name, spec)``: optimizer ``o``'s slot ``name`` of
-  parameter ``i`` (read before the step, written after it);
-* ``("draw", d)``: the ``d``-th draw from :mod:`s4tf.random`'s global stream,
-  drawn again on replay so the stream advances as the body would advance it;
-* ``("constant", array, outside)``: an array the body read from elsewhere
-  (``outside``: it existed before the body, e.g. a closure's tensor) or made
-  from constants;
-* ``("expr", evaluate)`` / ``("number", x)``: a host number, recomputed from
-  the call's Python numbers (:mod:`.scalars`) or fixed;
-* ``("out", k)``: output ``k`` of the program (for results, new slots and new
-  ``State`` values).
+(:mod:`.roles`) for each of its inputs and outputs: a leaf of the call's
+arguments, an optimizer's slot, a redraw, a constant, a recomputed or fixed
+number, or an output of the program.
 
 :meth:`Capture.prepare` checks that a call can replay (every check first:
 Python numbers the body decided on, optimizer settings the program baked in,
@@ -26,23 +14,14 @@ the body's effects: new slots and step counts, new ``State`` values, results.
 
 from __future__ import annotations
 
-import sys
 import weakref
 
-import numpy as np
-
 from ..backends.xla.backend import BACKEND
-from ..backends.xla.lazy import LazyArray
-from ..tensor import Tensor
-from .calls import _tensor_part
+from .roles import Inputs, Miss
 
 __all__ = ["Capture", "Miss", "Update"]
 
 _MISSING = object()
-
-
-class Miss(Exception):
-    """This capture cannot replay the call; the message says why."""
 
 
 class Update:
@@ -83,22 +62,6 @@ def _same(a, b) -> bool:
         return type(a) is type(b) and bool(a == b)
     except Exception:  # an array or another value without a plain truth value
         return False
-
-
-def _counts(tensor) -> tuple[int, int]:
-    return sys.getrefcount(tensor), sys.getrefcount(tensor._data)
-
-
-def _calibrate() -> tuple[int, int]:
-    """The counts :func:`_counts` shows for a slot held only by its dict (as in ``_gather``)."""
-    slots = {"probe": Tensor._wrap(BACKEND.scalar(0.0, np.dtype(np.float32)), BACKEND)}
-    arrays = []
-    tensor = slots["probe"]
-    arrays.append(tensor._data)
-    return _counts(tensor)
-
-
-_SLOT_ONLY = _calibrate()
 
 
 class Capture:
@@ -168,111 +131,32 @@ class Capture:
                 raise Miss(f"a number the step decides on changed ({expected!r} -> "
                            f"{values[index]!r})")
         for role in [*self.device_roles, *self.host_roles]:
-            if role[0] == "slot":
-                _check_slot(role, optimizers)
-            elif role[0] == "constant" and role[2]:
-                _check_outside(role)
+            role.check(optimizers)
         return values, optimizers
 
     def replay(self, call, prepared):
         """Run the program for ``call`` (as :meth:`prepare` found it) and do the body's effects."""
         values, optimizers = prepared
         drawn = [redraw() for redraw in self.draws]
-        drawn_arrays = [BACKEND.asarray(v, v.dtype) for v in drawn]
-        arrays, donate = self._device_inputs(call, optimizers, drawn_arrays)
-        host = [_host_value(role, call, optimizers, values, drawn) for role in self.host_roles]
-        outs = self.program.run(arrays, host, donate) if self.program is not None else []
-        tensors: dict = {}
-
-        def tensor(role):
-            kind = role[0]
-            if kind == "out":
-                found = tensors.get(role[1])
-                if found is None:
-                    found = tensors[role[1]] = Tensor._wrap(outs[role[1]], BACKEND)
-                return found
-            if kind == "leaf":
-                return call.leaves[role[1]]
-            if kind == "draw":
-                return Tensor._wrap(drawn_arrays[role[1]], BACKEND)
-            if kind == "constant":
-                return Tensor._wrap(_array(role), BACKEND)
-            if kind == "expr":
-                return role[1](values)
-            return role[1]  # a number
-
+        inputs = Inputs(call=call, optimizers=optimizers, values=values,
+                        drawn_arrays=[BACKEND.asarray(v, v.dtype) for v in drawn])
+        if self.program is not None:
+            donated = set(self.program.donate)
+            arrays, donate = [], []
+            for k, role in enumerate(self.device_roles):
+                array, reuse = role.device_input(inputs, k in donated)
+                arrays.append(array)
+                if reuse:
+                    donate.append(k)
+            host = [role.host_value(inputs) for role in self.host_roles]
+            inputs.outs = self.program.run(arrays, host, tuple(donate))
+            del arrays
         for cell, role in self.cell_writes:
-            call.cells[cell][0].value = tensor(role)
+            call.cells[cell][0].value = role.resolve(inputs)
         for optimizer, steps, outputs in zip(optimizers, self.steps, self.slot_outputs,
                                              strict=True):
-            state = optimizer._state
             for i, roles in outputs:
-                state[i] = {name: tensor(role) for name, role in roles.items()}
-            optimizer.step += steps
+                optimizer.set_slots(i, {name: role.resolve(inputs) for name, role in roles.items()})
+            optimizer.advance_step(steps)
         treedef, roles = self.results
-        return treedef.unflatten([tensor(role) for role in roles])
-
-    def _device_inputs(self, call, optimizers, drawn_arrays):
-        arrays, donate = [], []
-        donated = set(self.program.donate) if self.program is not None else set()
-        for k, role in enumerate(self.device_roles):
-            kind = role[0]
-            if kind == "leaf":
-                arrays.append(call.leaves[role[1]]._data)
-            elif kind == "slot":
-                slot = optimizers[role[1]]._state[role[2]][role[3]]  # checked by prepare
-                arrays.append(slot._data)
-                # The old slot is dropped after the step: XLA may reuse it if nobody else can read it.
-                if k in donated and _counts(slot) <= _SLOT_ONLY and not slot._data.shared:
-                    donate.append(k)
-                del slot
-            elif kind == "draw":
-                arrays.append(drawn_arrays[role[1]])
-                if k in donated:
-                    donate.append(k)
-            elif k in donated and not role[2]:
-                # A constant of the body that the recorded run gave away: give it a copy.
-                arrays.append(LazyArray(role[1].shape, role[1].dtype, buffer=role[1].buffer.copy()))
-                donate.append(k)
-            else:
-                arrays.append(_array(role))
-        return arrays, tuple(donate)
-
-
-def _host_value(role, call, optimizers, values, drawn):
-    kind = role[0]
-    if kind == "expr":
-        return role[1](values)
-    if kind == "number":
-        return role[1]
-    if kind == "draw":
-        return drawn[role[1]].reshape(())
-    if kind == "leaf":
-        array = call.leaves[role[1]]._data
-    elif kind == "slot":
-        array = optimizers[role[1]]._state[role[2]][role[3]]._data
-    else:
-        array = _array(role)
-    return np.asarray(array.buffer).reshape(())
-
-
-def _check_slot(role, optimizers) -> None:
-    _, o, i, name, spec = role
-    slots = optimizers[o]._state[i]
-    tensor = None if slots is None else slots.get(name)
-    if (tensor is None or tensor._backend is not BACKEND or tensor._data.op is not None
-            or _tensor_part(tensor) != spec):
-        raise Miss(f"the slots of {type(optimizers[o]).__name__} are not those the step was "
-                   "captured with")
-
-
-def _array(role):
-    """The array of a constant role (an outside one is held by a weak reference)."""
-    return role[1]() if role[2] else role[1]
-
-
-def _check_outside(role) -> None:
-    array = role[1]()
-    if array is None or (array.buffer is None and not array.host):
-        raise Miss("a tensor the step reads from outside its arguments was replaced (its old "
-                   "value is gone)")
+        return treedef.unflatten([role.resolve(inputs) for role in roles])

@@ -22,12 +22,13 @@ import warnings
 import numpy as np
 
 from ..backends.xla import graph
-from ..backends.xla.counters import _describe_change, summarize
+from ..backends.xla.counters import describe_change, summarize
 from ..user_frames import user_stacklevel
 from . import mutation, recording
 from .calls import Call, NotCapturable
 from .mismatch import CaptureMismatchWarning
 from .replay import Miss
+from .roles import Constant, Expr, Inputs, Number
 
 __all__ = ["CapturedStep"]
 
@@ -183,7 +184,7 @@ class CapturedStep:
         """Warn if a verification run took another path, or changed numbers the capture baked in."""
         if old.entries != new.entries:
             change = ("the step computed nothing before" if old.entries is None or
-                      new.entries is None else _describe_change(
+                      new.entries is None else describe_change(
                           summarize((old.entries,)), summarize((new.entries,)))
                       + _first_difference(old.entries, new.entries))
             self._warn(f"took another path than when it was captured: the trace differs in "
@@ -224,28 +225,24 @@ def _part(part) -> str:
 
 def _changed_numbers(old, new) -> str | None:
     """A description of a host number or constant array that differs between two equal traces."""
+    inputs = Inputs(values=new.values)  # the old roles recompute their numbers from the new ones
     for a, b in zip(old.host_roles, new.host_roles, strict=True):
-        if a[0] in _NUMBERS and b[0] in _NUMBERS:
-            before, after = _number(a, new.values), _number(b, new.values)
+        if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
+            before, after = a.resolve(inputs), b.resolve(inputs)
             if _differs(before, after):
                 return f"a number ({before!r} -> {after!r})"
     for a, b in zip(old.device_roles, new.device_roles, strict=True):
-        if a[0] == "constant" and b[0] == "constant" and not a[2] and not b[2] and \
-                not np.array_equal(np.asarray(a[1].buffer), np.asarray(b[1].buffer),
-                                   equal_nan=np.asarray(a[1].buffer).dtype.kind in "fc"):
-            return f"a constant tensor of shape {a[1].shape}"
+        if isinstance(a, Constant) and isinstance(b, Constant) and \
+                not np.array_equal(np.asarray(a.array.buffer), np.asarray(b.array.buffer),
+                                   equal_nan=np.asarray(a.array.buffer).dtype.kind in "fc"):
+            return f"a constant tensor of shape {a.array.shape}"
     for a, b in zip(old.results[1], new.results[1], strict=True):
-        if a[0] == "number" and b[0] == "number" and _differs(a[1], b[1]):
-            return f"a returned number ({a[1]!r} -> {b[1]!r})"
+        if isinstance(a, Number) and isinstance(b, Number) and _differs(a.value, b.value):
+            return f"a returned number ({a.value!r} -> {b.value!r})"
     return None
 
 
-_NUMBERS = ("number", "expr")
-
-
-def _number(role, values):
-    """A host number's value for the recorded numbers ``values`` (the old role recomputes it)."""
-    return role[1](values) if role[0] == "expr" else role[1]
+_NUMBERS = (Number, Expr)
 
 
 def _differs(a, b) -> bool:

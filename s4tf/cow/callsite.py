@@ -16,14 +16,16 @@ stored. The update may consume its argument when it was loaded by
   stored back into that very place by the same statement.
 
 Anything else, including every shape this reading does not understand, copies.
-The verdict depends only on the code and the instruction, so it is cached per
+The symbolic run (:mod:`.bytecode`) describes each stack item by a record;
+the record the call passes as the model gives the verdict (its ``verdict``
+method). The verdict depends only on the code and the instruction, so it is cached per
 ``(code object, f_lasti)``.
 """
 
 from __future__ import annotations
 
-import dis
-import sys
+from . import bytecode
+from .bytecode import CALLS, NULL, Attr, Const, Method, Name, Stack, Verdict, is_target
 
 __all__ = ["MOVED", "MOVED_METHOD", "UPDATE", "Entry", "Verdict", "may_consume", "verdict"]
 
@@ -57,18 +59,6 @@ MOVED = Entry("moved", ("value", "along"), receiver=False)
 MOVED_METHOD = Entry("moved", ("along",), receiver=True)
 # Keywords an entry point accepts besides its parameters.
 _OPTIONAL = frozenset({"consume"})
-
-
-class Verdict:
-    """Whether a call site may consume the model, and how the model was passed."""
-
-    __slots__ = ("consume", "passed")
-
-    def __init__(self, consume: bool, passed: str) -> None:
-        self.consume, self.passed = consume, passed
-
-    def __repr__(self) -> str:
-        return f"Verdict(consume={self.consume}, passed={self.passed!r})"
 
 
 def may_consume(caller, entry: Entry) -> bool:
@@ -109,165 +99,45 @@ def verdict(code, lasti: int, entry: Entry) -> Verdict:
     return found
 
 
-# Descriptions of stack items: ("name", family, name), ("const", type, value),
-# ("attr", name, receiver), ("subscr", container, key), ("method", name,
-# receiver), ("call",), ("null",), ("result",); None for anything unknown.
-_NULL = ("null",)
-_CALL = ("call",)
-_RESULT = ("result",)
-
-_NO_STACK_EFFECT = frozenset({
-    "NOP", "CACHE", "EXTENDED_ARG", "RESUME", "RESUME_CHECK", "PRECALL", "NOT_TAKEN",
-    "COPY_FREE_VARS", "MAKE_CELL",
-})
-_NAME_LOADS = {
-    "LOAD_FAST": "fast", "LOAD_FAST_CHECK": "fast", "LOAD_FAST_BORROW": "fast",
-    "LOAD_NAME": "name", "LOAD_GLOBAL": "global", "LOAD_DEREF": "deref",
-    "LOAD_CLASSDEREF": "deref",
-}
-_PAIR_LOADS = frozenset({"LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"})
-_POPS = frozenset({"POP_TOP", "STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
-# How many items each call instruction pops (then it pushes the result).
-_CALLS = {
-    "CALL_FUNCTION": 1, "CALL_METHOD": 2, "CALL_FUNCTION_KW": 2, "CALL": 2, "CALL_KW": 3,
-}
-# Instructions that pop some items and push exactly one value: pops = 1 - effect.
-_ONE_RESULT_PREFIXES = ("BINARY_", "UNARY_", "INPLACE_", "BUILD_", "FORMAT_")
-_ONE_RESULT = frozenset({
-    "COMPARE_OP", "IS_OP", "CONTAINS_OP", "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE",
-    "LIST_TO_TUPLE", "CALL_INTRINSIC_1", "CALL_INTRINSIC_2", "CONVERT_VALUE", "TO_BOOL",
-    "LIST_EXTEND", "LIST_APPEND", "SET_ADD", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE",
-    "MAP_ADD", "CALL_FUNCTION_EX", "LOAD_CONST", "LOAD_SMALL_INT", "IMPORT_NAME",
-})
-_METHOD_FLAG_ATTR = sys.version_info >= (3, 12)  # LOAD_ATTR's low bit: a method load
-_NULL_FLAG_GLOBAL = sys.version_info >= (3, 11)  # LOAD_GLOBAL's low bit: push NULL too
-_NULL_FIRST = sys.version_info < (3, 13)  # NULL below the callable (3.11, 3.12) or above
-
-
-class _Stack:
-    """The items a run of straight-line instructions leaves, over an unknown bottom."""
-
-    def __init__(self, code, items=()) -> None:
-        self.code = code
-        self.items = list(items)
-        self.kwnames: tuple = ()
-
-    def pop(self, n: int = 1) -> list:
-        items = self.items
-        taken = items[len(items) - n:] if n <= len(items) else [None] * (n - len(items)) + items
-        del items[max(0, len(items) - n):]
-        return taken
-
-    def push(self, *items) -> None:
-        self.items.extend(items)
-
-    def run(self, ins) -> None:
-        """Apply one instruction."""
-        name, arg, value = ins.opname, ins.arg, ins.argval
-        if name in _NO_STACK_EFFECT:
-            return
-        if name in _NAME_LOADS:
-            desc = ("name", _NAME_LOADS[name], value)
-            if name == "LOAD_GLOBAL" and _NULL_FLAG_GLOBAL and arg & 1:
-                self.push(*((_NULL, desc) if _NULL_FIRST else (desc, _NULL)))
-            else:
-                self.push(desc)
-        elif name in _PAIR_LOADS:
-            self.push(*(("name", "fast", n) for n in value))
-        elif name in ("LOAD_CONST", "LOAD_SMALL_INT"):
-            self.push(("const", type(value), value))
-        elif name == "KW_NAMES":
-            self.kwnames = self.code.co_consts[arg]
-        elif name == "PUSH_NULL":
-            self.push(_NULL)
-        elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and _METHOD_FLAG_ATTR and arg & 1):
-            (receiver,) = self.pop()
-            self.push(("method", value, receiver), receiver)
-        elif name == "LOAD_ATTR":
-            (receiver,) = self.pop()
-            self.push(("attr", value, receiver))
-        elif name == "BINARY_SUBSCR" or (name == "BINARY_OP" and ins.argrepr == "[]"):
-            container, key = self.pop(2)
-            self.push(("subscr", container, key))
-        elif name in _POPS:
-            self.pop()
-        elif name in _CALLS:
-            self.pop(_CALLS[name] + arg)
-            self.push(_CALL)
-            self.kwnames = ()
-        elif (name in _ONE_RESULT or name.startswith(_ONE_RESULT_PREFIXES)) and _effect(ins) <= 1:
-            self.pop(1 - _effect(ins))
-            self.push(None)
-        else:
-            # Unknown structure: keep only the depth, forget every description.
-            self.items = [None] * max(0, len(self.items) + _effect(ins))
-
-
-def _effect(ins) -> int:
-    arg = ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None
-    return dis.stack_effect(ins.opcode, arg, jump=False)
-
-
-def _instructions(code) -> list:
-    return [ins for ins in dis.get_instructions(code) if ins.opname != "CACHE"]
-
-
-def _is_target(ins) -> bool:
-    return bool(ins.is_jump_target)
-
-
 def _read(code, lasti: int, entry: Entry) -> Verdict:
-    instructions = _instructions(code)
+    instructions = bytecode.instructions(code)
     index = max((i for i, ins in enumerate(instructions) if ins.offset <= lasti), default=None)
-    if index is None or instructions[index].opname not in _CALLS:
+    if index is None or instructions[index].opname not in CALLS:
         return Verdict(False, "through a call the call-site reader does not recognise")
     # Straight-line code only: start where the last jump lands before the call.
-    start = max((i for i in range(index + 1) if _is_target(instructions[i])), default=0)
-    stack = _Stack(code)
+    start = max((i for i in range(index + 1) if is_target(instructions[i])), default=0)
+    stack = Stack(code)
     for ins in instructions[start:index]:
         stack.run(ins)
     model = _model_argument(stack, instructions[index], entry)
     if model is None:
         return Verdict(False, "in a call shape the call-site reader does not understand")
-    kind = model[0]
-    if kind == "name":
-        return Verdict(True, f"as the name {model[2]!r}")
-    if kind == "call":
-        return Verdict(True, "as the result of a call")
-    if kind in ("attr", "subscr"):
-        shown = _show(model)
-        if _pure(model) and _stored_back(instructions, index, model):
-            return Verdict(True, f"as {shown}, with the result stored back there")
-        return Verdict(False, f"as {shown}, which keeps the old model (the result is not "
-                              "stored back into it)")
-    return Verdict(False, "as an expression the call-site reader does not understand")
+    return model.verdict(instructions, index)
 
 
-def _model_argument(stack: _Stack, call, entry: Entry):
+def _model_argument(stack: Stack, call, entry: Entry):
     """The description of the model the call passes, or None if unsure."""
     argc, name = call.arg, call.opname
     if name in ("CALL_FUNCTION_KW", "CALL_KW"):
         (names,) = stack.pop()
-        if names is None or names[0] != "const" or type(names[2]) is not tuple:
+        if type(names) is not Const or names.type is not tuple:
             return None
-        kwnames = names[2]
+        kwnames = names.value
     else:
         kwnames = stack.kwnames
     args = stack.pop(argc)
     below = stack.pop(1 if name in ("CALL_FUNCTION", "CALL_FUNCTION_KW") else 2)
     if name in ("CALL_FUNCTION", "CALL_FUNCTION_KW"):
         callee = below[-1]
-    elif below[0] is not None and below[0][0] == "method":
+    elif type(below[0]) is Method:
         callee = below[0]
-    elif below[1] == _NULL:
+    elif below[1] == NULL:
         callee = below[0]
-    elif below[0] == _NULL:
+    elif below[0] == NULL:
         callee = below[1]
     else:
         return None
-    if callee is None or callee[0] not in ("name", "attr", "method"):
-        return None
-    if (callee[2] if callee[0] == "name" else callee[1]) != entry.callee:
+    if type(callee) not in (Name, Attr, Method) or callee.name != entry.callee:
         return None
     positional = len(args) - len(kwnames)
     keywords = dict(zip(kwnames, args[positional:], strict=True))
@@ -279,54 +149,5 @@ def _model_argument(stack: _Stack, call, entry: Entry):
     if any(p in keywords for p in entry.params[:positional]):
         return None
     if entry.receiver:
-        return callee[2] if callee[0] in ("attr", "method") else None
+        return callee.receiver if type(callee) in (Attr, Method) else None
     return args[0] if positional else keywords[entry.params[0]]
-
-
-def _pure(desc) -> bool:
-    """Whether ``desc`` names one place: names, constants, attributes and items of those."""
-    if desc is None:
-        return False
-    kind = desc[0]
-    if kind in ("name", "const"):
-        return True
-    if kind == "attr":
-        return _pure(desc[2])
-    if kind == "subscr":
-        return _pure(desc[1]) and _pure(desc[2])
-    return False
-
-
-def _stored_back(instructions, index: int, model) -> bool:
-    """Whether the call's result is stored into the place ``model`` was loaded from."""
-    stack = _Stack(None, [_RESULT])
-    for ins in instructions[index + 1:index + 33]:
-        if _is_target(ins):
-            return False
-        items = stack.items
-        if ins.opname == "STORE_ATTR":
-            return (model[0] == "attr" and len(items) >= 2 and items[-2] == _RESULT
-                    and items[-1] == model[2] and ins.argval == model[1])
-        if ins.opname == "STORE_SUBSCR":
-            return (model[0] == "subscr" and len(items) >= 3 and items[-3] == _RESULT
-                    and items[-2] == model[1] and items[-1] == model[2])
-        stack.run(ins)
-        if _RESULT not in stack.items:
-            return False
-    return False
-
-
-def _show(desc) -> str:
-    """Source-like text for a description (for messages)."""
-    if desc is None:
-        return "..."
-    kind = desc[0]
-    if kind == "name":
-        return str(desc[2])
-    if kind == "const":
-        return repr(desc[2])
-    if kind == "attr":
-        return f"{_show(desc[2])}.{desc[1]}"
-    if kind == "subscr":
-        return f"{_show(desc[1])}[{_show(desc[2])}]"
-    return "(...)"

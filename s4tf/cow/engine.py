@@ -13,20 +13,97 @@ is over (:mod:`.interrupts`).
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import types
+import typing
+
 import numpy as np
 
+from ..liveness import RootBaseline, counts_trusted
 from ..tensor import Tensor
 from ..tree import node_type
 from ..user_frames import user_location
 from . import callsite
-from .calibration import RootBaseline, in_place_supported, mode
 from .consumed import can_consume, restore
 from .consumed import consume as consume_value
 from .holders import debug_enabled, report_copy
 from .interrupts import InterruptsDeferred
 from .walk import analyze, rebuild, rebuild_consumed
 
-__all__ = ["copy_reason", "root_is_unique", "update"]
+__all__ = ["MODES", "UpdateRequest", "copy_reason", "mode", "root_is_unique", "update"]
+
+MODES = ("auto", "always-copy")
+
+
+def mode() -> str:
+    """``S4TF_COPY_ON_WRITE``: ``"auto"`` (default) or ``"always-copy"``.
+
+    Examples
+    --------
+    >>> from s4tf import cow
+    >>> cow.mode() in cow.engine.MODES
+    True
+    """
+    value = os.environ.get("S4TF_COPY_ON_WRITE", "auto").strip().lower() or "auto"
+    if value not in MODES:
+        raise ValueError(
+            f"S4TF_COPY_ON_WRITE={value!r} is not understood; use 'auto' (update in place "
+            "when nothing else refers to the model) or 'always-copy'."
+        )
+    return value
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class UpdateRequest:
+    """What an entry point asks :func:`update` for: one value, and how to make its new leaves.
+
+    Attributes
+    ----------
+    value : object
+        The entry point's argument (the model).
+    count : int
+        ``sys.getrefcount(value)``, measured on the entry point's first line.
+    baseline : RootBaseline or None
+        The entry point's calibrated counts (:func:`s4tf.liveness.calibrate_root`);
+        ``None`` always copies.
+    consume : bool
+        ``False`` always copies (the caller's ``consume=`` argument).
+    new_leaf : callable
+        ``new_leaf(i, leaf, in_place)``: the new leaf ``i``, written into the
+        leaf's storage only when ``in_place`` is true.
+    what : str
+        The entry point, for messages (``"SGD.update"``, ``"moved"``).
+    caller : frame
+        The frame that called the entry point.
+    entry : callsite.Entry
+        How a call site passes the entry point its value.
+    commit : callable, optional
+        Makes the entry point's own state changes take effect (the optimizer's
+        step and slots), once every leaf is done.
+
+    Examples
+    --------
+    >>> import sys, s4tf
+    >>> from s4tf import cow
+    >>> from s4tf.cow import callsite
+    >>> request = cow.UpdateRequest(
+    ...     value=[s4tf.ones([2])], count=sys.getrefcount(None), baseline=None, consume=True,
+    ...     new_leaf=lambda i, leaf, in_place: leaf * 2, what="example",
+    ...     caller=sys._getframe(), entry=callsite.MOVED)
+    >>> cow.update(request)[0].tolist()
+    [2.0, 2.0]
+    """
+
+    value: object
+    count: int
+    baseline: RootBaseline | None
+    consume: bool
+    new_leaf: typing.Callable
+    what: str
+    caller: types.FrameType
+    entry: callsite.Entry
+    commit: typing.Callable | None = None
 
 
 def root_is_unique(value, count: int, baseline: RootBaseline | None, consume: bool,
@@ -50,7 +127,7 @@ def root_is_unique(value, count: int, baseline: RootBaseline | None, consume: bo
         and baseline is not None
         and _consumable(value)
         and mode() == "auto"
-        and in_place_supported()
+        and counts_trusted()
         and baseline.allows(value, count, caller)
         and callsite.may_consume(caller, entry)
     )
@@ -66,7 +143,7 @@ def copy_reason(value, baseline: RootBaseline | None, consume: bool, caller=None
         return "consume=False was passed"
     if mode() != "auto":
         return "S4TF_COPY_ON_WRITE=always-copy is set"
-    if not in_place_supported():
+    if not counts_trusted():
         return "this interpreter's reference counts cannot prove uniqueness (copying is safe)"
     if baseline is None:
         return "reference-count calibration failed on this interpreter (copying is safe)"
@@ -87,37 +164,29 @@ def _consumable(value) -> bool:
     return node is not None and not node.cell and can_consume(value)
 
 
-def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_leaf, what: str,
-           caller, entry: callsite.Entry, commit=None):
-    """``value`` with every leaf replaced by ``new_leaf(i, leaf, in_place)``.
+def update(request: UpdateRequest):
+    """``request.value`` with every leaf replaced by ``request.new_leaf(i, leaf, in_place)``.
 
-    The entry point ``entry`` measured ``count`` with ``sys.getrefcount(value)``
-    on its first line; ``caller`` is the frame that called it. ``new_leaf`` gets
-    each leaf in ``tree_flatten(value, differentiable=True)`` order and may
-    write into the leaf's storage only when ``in_place`` is true; by then the
-    old root has been consumed if it was unique. Anything the entry point must
-    validate, it validates before calling this.
+    ``new_leaf`` gets each leaf in ``tree_flatten(value, differentiable=True)``
+    order and may write into the leaf's storage only when ``in_place`` is
+    true; by then the old root has been consumed if it was unique. Anything
+    the entry point must validate, it validates before calling this.
 
-    ``commit`` (optional) makes the entry point's own state changes take
-    effect (the optimizer's step and slots): it is called once every leaf is
-    done, unless the update is abandoned with ``value`` untouched. A Ctrl-C
-    during the update is held back until the update is over; then a copying
-    update is abandoned (``value`` and the entry point's state stay as they
-    were), while an in-place update is finished, committed, and ``value``
-    itself becomes the updated value (the caller's name, which the
-    interrupted assignment never rebound, holds it), before the
-    ``KeyboardInterrupt`` is raised.
+    ``request.commit`` (optional) is called once every leaf is done, unless
+    the update is abandoned with the value untouched. A Ctrl-C during the
+    update is held back until the update is over; then a copying update is
+    abandoned (the value and the entry point's state stay as they were), while
+    an in-place update is finished, committed, and the value itself becomes
+    the updated value (the caller's name, which the interrupted assignment
+    never rebound, holds it), before the ``KeyboardInterrupt`` is raised.
 
     Examples
     --------
-    >>> import sys, s4tf
-    >>> from s4tf import cow
-    >>> from s4tf.cow import callsite
-    >>> cow.update([s4tf.ones([2])], sys.getrefcount(None), None, True,
-    ...            lambda i, leaf, in_place: leaf * 2, "example", sys._getframe(),
-    ...            callsite.MOVED)[0].tolist()
-    [2.0, 2.0]
+    See :class:`UpdateRequest`.
     """
+    value, count, baseline, consume = request.value, request.count, request.baseline, request.consume
+    new_leaf, what, caller, entry, commit = (request.new_leaf, request.what, request.caller,
+                                             request.entry, request.commit)
     root_unique = root_is_unique(value, count, baseline, consume, caller, entry)
     found = analyze(value, root_unique)
     debug = debug_enabled()
@@ -156,7 +225,7 @@ def update(value, count: int, baseline: RootBaseline | None, consume: bool, new_
             blocker = value  # someone else holds the value itself
         # A consumed value must not be touched again: it would raise.
         report_copy(what, _nbytes(found.leaves), blocker, location,
-                    ignore=(found, found.leaves, fields), own=found.visited, reason=reason)
+                    ignore=(found, found.leaves, fields, request), own=found.visited, reason=reason)
     return new
 
 

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import liveness
 from ..tensor import Tensor
 from ..tree import is_zero, tree_flatten, tree_leaf_paths
-from . import calibration, callsite
-from .engine import update
+from . import callsite
+from .engine import UpdateRequest, update
 
 __all__ = ["calibrate", "moved"]
 
 # Entry point -> its RootBaseline (None: calibration failed, always copy).
-_BASELINES: dict[callsite.Entry, calibration.RootBaseline | None] = {}
+_BASELINES: dict[callsite.Entry, liveness.RootBaseline | None] = {}
 
 
 def calibrate(entry: callsite.Entry, function, make, tangent, calls) -> None:
@@ -29,9 +30,9 @@ def calibrate(entry: callsite.Entry, function, make, tangent, calls) -> None:
 
     ``function`` is the entry point (``None`` for a method: ``calls`` name it),
     ``tangent`` a tangent of the probe values, and ``calls`` the call shapes
-    (see :func:`s4tf.cow.calibration.calibrate_root`).
+    (see :func:`s4tf.liveness.calibrate_root`).
     """
-    _BASELINES[entry] = calibration.calibrate_root(function, make, calls=calls, args=(tangent,))
+    _BASELINES[entry] = liveness.calibrate_root(function, make, calls=calls, args=(tangent,))
 
 
 def moved(value, along, count: int, caller, entry: callsite.Entry, *, consume: bool = True):
@@ -51,8 +52,8 @@ def moved(value, along, count: int, caller, entry: callsite.Entry, *, consume: b
     >>> p.x.tolist()
     [1.5, 2.5]
     """
-    if calibration.probing is not None:
-        calibration.record_probe(value, count, caller)
+    if liveness.probing is not None:
+        liveness.record_probe(value, count, caller)
     if is_zero(along):
         return value
     tangents = _tangents(value, along)
@@ -66,7 +67,9 @@ def moved(value, along, count: int, caller, entry: callsite.Entry, *, consume: b
             return leaf
         return leaf + tangent
 
-    return update(value, count, _BASELINES.get(entry), consume, new_leaf, "moved", caller, entry)
+    return update(UpdateRequest(value=value, count=count, baseline=_BASELINES.get(entry),
+                                consume=consume, new_leaf=new_leaf, what="moved", caller=caller,
+                                entry=entry))
 
 
 def _tangents(value, along) -> list:

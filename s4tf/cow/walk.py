@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 
+from ..liveness import agreed_counts
 from ..tensor import Tensor
 from ..tree import NodeType, node_type, register_cell, register_node
 
@@ -270,6 +271,4 @@ def calibrate_inner() -> None:
     finally:
         _recording = None
     _EXPECTED.clear()
-    for key, counts in seen.items():
-        if min(counts) == max(counts):
-            _EXPECTED[key] = counts[0]
+    _EXPECTED.update(agreed_counts(seen))

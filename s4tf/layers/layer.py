@@ -3,16 +3,17 @@
 A layer is a :class:`s4tf.Differentiable` (a frozen dataclass) with a
 ``__call__`` differentiable with respect to the layer and its input, as S4TF's
 ``Layer`` protocol with ``callAsFunction``. The base class also wraps each
-subclass's ``__call__`` in a probe that is idle unless :func:`s4tf.summary` is
-recording, so summaries see every layer a model actually calls, in order.
+subclass's ``__call__`` so that a listener of :mod:`s4tf.hooks`
+(``around_layer_call``, installed by :func:`s4tf.summary`) sees every layer a
+model actually calls, in order; nobody listens otherwise.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 import typing
 
+from .. import hooks
 from ..differentiable import Differentiable, no_derivative
 from ..ops.elementwise import cast
 from ..ops.shapes import shape_of
@@ -20,8 +21,6 @@ from ..ops.tracer import is_float_like
 from ..tensor import Tensor
 
 __all__ = ["Function", "Layer", "Sequential", "check_input_shape", "compute_dtype"]
-
-_probe = threading.local()
 
 
 def compute_dtype(layer):
@@ -77,22 +76,12 @@ def _wrap_call(call):
                 if isinstance(a, Tensor) and a.dtype is not dtype and _needs_cast(a, dtype):
                     args = _in_dtype(args, dtype)
                     break
-        records = getattr(_probe, "records", None)
-        # A subclass's __call__ calling super().__call__ is one layer call, not two.
-        if records is None or getattr(_probe, "current", None) is self:
+        around = hooks.around_layer_call
+        if around is None:
             return call(self, *args, **kwargs)
-        entry = {"layer": self, "depth": _probe.depth, "output": None}
-        records.append(entry)
-        outer = (_probe.depth, getattr(_probe, "current", None))
-        _probe.depth, _probe.current = outer[0] + 1, self
-        try:
-            out = call(self, *args, **kwargs)
-        finally:
-            _probe.depth, _probe.current = outer
-        entry["output"] = out
-        return out
+        return around(self, call, args, kwargs)  # s4tf.summary lists the layers called
 
-    __call__._s4tf_probe = True
+    __call__._s4tf_wrapped = True
     return __call__
 
 
@@ -126,7 +115,7 @@ class Layer(Differentiable):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         call = cls.__dict__.get("__call__")
-        if call is not None and not getattr(call, "_s4tf_probe", False):
+        if call is not None and not getattr(call, "_s4tf_wrapped", False):
             cls.__call__ = _wrap_call(call)
 
     def __call__(self, input):

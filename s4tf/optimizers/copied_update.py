@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from .. import cow
+from .. import cow, liveness
 from ..tensor import Tensor
 from ..user_frames import user_location, user_stacklevel
 
@@ -39,7 +39,7 @@ def warn_copied_root(name: str, model, grads) -> None:
     reference counts) or where there are only floats, which are never written in
     place.
     """
-    if cow.mode() != "auto" or not cow.in_place_supported():
+    if cow.mode() != "auto" or not liveness.counts_trusted():
         return
     if not any(isinstance(grad, Tensor) for grad in grads):
         return

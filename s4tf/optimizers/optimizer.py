@@ -1,17 +1,17 @@
-"""The optimizer base: ``model = opt.update(model, grads)`` with copy-on-write.
+"""The optimizer base: the rule API, its state, and ``model = opt.update(model, grads)``.
 
 An optimizer is built from a model's structure (leaf paths, shapes, dtypes) and
 keeps only that and its own state (per-parameter slots such as moments, and the
-step count); never the model or its tensors. ``update`` validates every
-gradient, decides with :mod:`s4tf.cow` which parameter buffers nobody else can
-see, consumes the old model if it writes any in place, and runs the subclass's
-per-parameter rule (:meth:`Optimizer.update_parameter`) on each buffer: in
-place, or on a fresh copy when the old value must stay observable.
+step count); never the model or its tensors. A subclass declares its
+hyperparameters as fields (:mod:`.hyperparameters`), names its slots and writes
+``step_constants`` and one per-parameter rule, ``update_parameter``; this file
+is that API, the slots and step it keeps, and ``state_dict``.
 
-Gradients and state slots stay on the parameter's backend: eager backends run
-the rule on their own arrays; the lazy xla backend runs it on
-:class:`~.tensor_buffers.TensorBuffer` objects, so the update joins the step's
-graph and returns new tensors (the old buffers are donated when unused).
+``update`` measures the model's reference count and hands the rest to
+:mod:`.application`: gradients checked, copy-on-write decided by
+:mod:`s4tf.cow`, and the rule run on each parameter's backend
+(:mod:`.leaf_updates`: in place, on a fresh copy when the old value must stay
+observable, or recorded on the lazy xla backend).
 """
 
 from __future__ import annotations
@@ -21,22 +21,15 @@ import typing
 
 import numpy as np
 
-from .. import cow
-from ..cow import calibration, callsite
-from ..differentiable import Differentiable
+from .. import liveness
+from ..backends.base import get_backend_object
 from ..tensor import Tensor
 from ..tree import tree_flatten, tree_leaf_paths
-from .blocks import Pack, is_elementwise, packable, run_chunked
-from .copied_update import warn_copied_root
-from .gradients import leaf_gradients
+from . import application
 from .hyperparameters import Hyperparameter, declare, number
-from .tensor_buffers import TensorBuffer
+from .leaf_updates import slots_on
 
 __all__ = ["Optimizer"]
-
-# Called as listener(optimizer, model, constants) -> constants by every update while
-# s4tf.xla.compile records a step (s4tf/capture), which replays it without Python.
-update_listener = None
 
 
 class Optimizer:
@@ -51,18 +44,14 @@ class Optimizer:
     implement :meth:`step_constants` and :meth:`update_parameter`, marked
     :func:`~s4tf.optimizers.blocks.elementwise` when it is (the built-in rules
     are), so that it runs on bounded blocks. They do not override
-    :meth:`update`. A subclass may instead list ``hyperparameters`` itself and
-    write its own ``__init__`` that sets them before calling
-    ``super().__init__(model)``, as below.
+    :meth:`update`.
 
     Examples
     --------
     >>> import numpy as np, s4tf
+    >>> from s4tf.optimizers.hyperparameters import hyperparameter, non_negative
     >>> class SignSGD(s4tf.optimizers.Optimizer):
-    ...     hyperparameters = ("learning_rate",)
-    ...     def __init__(self, model, learning_rate=0.5):
-    ...         self.learning_rate = learning_rate
-    ...         super().__init__(model)
+    ...     learning_rate: float = hyperparameter(0.5, check=non_negative)
     ...     def step_constants(self, step):
     ...         return {"lr": self.learning_rate}
     ...     def update_parameter(self, param, grad, state, constants):
@@ -73,29 +62,36 @@ class Optimizer:
     """
 
     state_names: typing.ClassVar[tuple[str, ...]] = ()
-    hyperparameters: typing.ClassVar[tuple[str, ...]] = ("learning_rate",)
+    # The saved hyperparameters' names, from the declared fields.
+    hyperparameters: typing.ClassVar[tuple[str, ...]] = ()
     # The declared fields (name -> Hyperparameter), base classes' first.
     _fields: typing.ClassVar[dict[str, Hyperparameter]] = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if "hyperparameters" in vars(cls):
+            raise TypeError(
+                f"{cls.__name__} lists its hyperparameters in a `hyperparameters` tuple; declare "
+                "each one as a field instead, e.g. `learning_rate: float = hyperparameter(0.01, "
+                "check=non_negative)` (from s4tf.optimizers.hyperparameters), and the base "
+                "builds __init__ and `hyperparameters` from the fields."
+            )
         fields = declare(cls, cls._fields, Optimizer.__init__)
         if fields is not cls._fields:
             cls._fields = fields
             cls.hyperparameters = tuple(name for name, field in fields.items() if field.saved)
 
     def __init__(self, model) -> None:
-        # The hyperparameters are set by now (by the generated __init__, or by the
-        # subclass's own before it calls this): one check for all, in order. One set
-        # later is checked when state_dict() reads it.
+        # The fields are set by now (by the generated __init__, or by a subclass's own
+        # calling it): one check for all, in order. One set later is checked when
+        # state_dict() reads it.
         owner = type(self).__name__
         for name in self.hyperparameters:
-            if hasattr(self, name):
-                value = getattr(self, name)
-                number(owner, name, value)
-                field = self._fields.get(name)
-                if field is not None and field.check is not None:
-                    field.check(owner, name, value)
+            value = getattr(self, name)
+            number(owner, name, value)
+            check = self._fields[name].check
+            if check is not None:
+                check(owner, name, value)
         leaves, _ = tree_flatten(model, differentiable=True)
         if not leaves:
             raise TypeError(
@@ -107,11 +103,11 @@ class Optimizer:
         self._dtypes = [np.dtype(np.float64) if isinstance(x, float) else x.dtype.numpy
                         for x in leaves]
         self.step = 0
-        # Slots are made at first use, on the parameter's backend (see _slots):
+        # Slots are made at first use, on the parameter's backend (.leaf_updates.slots_on):
         # None until then, so a model on a device never has its state made on the host.
         self._state: list[dict[str, Tensor] | None] = [None] * len(leaves)
         # Small parameters' slots, packed (see .blocks.Pack), by dtype.
-        self._packs: dict[np.dtype, Pack] = {}
+        self._packs: dict = {}
 
     # What subclasses customise.
     def initial_state(self, name: str, shape: tuple, dtype) -> np.ndarray:
@@ -178,144 +174,69 @@ class Optimizer:
         """
         # Measured first, before any other local refers to the model.
         count = sys.getrefcount(model)
-        if calibration.probing is not None:
-            calibration.record_probe(model, count, sys._getframe(1))
-        grad_arrays = leaf_gradients(type(self).__name__, model, grads, self._paths,
-                                     self._shapes, self._dtypes)
-        if consume and not isinstance(model, Differentiable) and _ROOT_BASELINE is not None:
-            warn_copied_root(type(self).__name__, model, grad_arrays)
-        # The rule and step_constants see the new step, as S4TF's do; the new
-        # slots take effect only at commit, so an abandoned update changes nothing.
-        old_step, pending, committed = self.step, {}, []
-        # An element-wise rule runs on blocks (see .blocks): small parameters written
-        # in place wait here (indices, params, grads) to run packed after the last leaf.
-        packed = ([], [], []) if is_elementwise(self) else None
-        last = len(grad_arrays) - 1
+        if liveness.probing is not None:
+            liveness.record_probe(model, count, sys._getframe(1))
+        return application.apply_update(self, model, grads, count, consume, sys._getframe(1))
 
-        def new_leaf(i, leaf, in_place):
-            new, slots = self._apply(i, leaf, grad_arrays[i], in_place, constants, names, packed)
-            if slots is not self._state[i]:  # (most in-place leaves keep theirs)
-                pending[i] = slots
-            if i == last and packed is not None:
-                self._run_packed(*packed, constants, pending)
-            return new
+    # The state, for the package's own machinery (the update, captured steps).
+    def slots(self, i: int) -> dict[str, Tensor] | None:
+        """Parameter ``i``'s current state slots (``{name: Tensor}``), or None before first use.
 
-        def commit():
-            for i, slots in pending.items():
-                self._state[i] = slots
-            committed.append(True)
-
-        try:
-            self.step = old_step + 1
-            constants = self.step_constants(self.step)
-            if update_listener is not None:
-                constants = update_listener(self, model, constants)
-            # Read after the listener: a captured step sees the decision on its settings.
-            names = dict.fromkeys(self.state_names)  # ordered, and its keys compare as a set
-            return cow.update(model, count, _ROOT_BASELINE, consume, new_leaf,
-                              f"{type(self).__name__}.update", sys._getframe(1), callsite.UPDATE,
-                              commit)
-        except BaseException:
-            if not committed:
-                self.step = old_step
-            raise
-
-    def _slots(self, i: int, backend, names: dict) -> dict:
-        """Parameter ``i``'s state slots as Tensors on ``backend``, made or moved there.
-
-        ``names`` are the slot names, as dict keys. Nothing is stored: the update
-        commits the slots it used once it is done.
+        Examples
+        --------
+        >>> import s4tf
+        >>> opt = s4tf.optimizers.SGD([s4tf.ones([2])], momentum=0.9)
+        >>> opt.slots(0) is None
+        True
+        >>> model = opt.update([s4tf.ones([2])], [s4tf.ones([2])], consume=False)
+        >>> sorted(opt.slots(0))
+        ['velocity']
         """
-        slots = self._state[i]
-        if slots is None or slots.keys() != names.keys():
-            # First use, or the slots changed with a hyperparameter (SGD's momentum).
-            shape, dtype = self._shapes[i], self._dtypes[i]
-            old = slots or {}
-            slots = {name: old[name] if name in old else
-                     _tensor_on(backend, self.initial_state(name, shape, dtype), dtype)
-                     for name in names}
-        for t in slots.values():
-            if t._backend is not backend:
-                # The model moved to another backend after the optimizer was made.
-                return {name: t if t._backend is backend else t.to(backend.name)
-                        for name, t in slots.items()}
+        return self._state[i]
+
+    def set_slots(self, i: int, slots: dict[str, Tensor]) -> None:
+        """Make ``slots`` parameter ``i``'s state (an update's commit, a captured step's replay).
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> opt = s4tf.optimizers.SGD([s4tf.ones([2])], momentum=0.9)
+        >>> opt.set_slots(0, {"velocity": s4tf.Tensor([1.0, 1.0])})
+        >>> opt.state_dict()["slot.velocity.0"].tolist()
+        [1.0, 1.0]
+        """
+        self._state[i] = slots
+
+    def place_slots(self, i: int, backend) -> dict[str, Tensor]:
+        """Parameter ``i``'s slots made (or moved) on ``backend`` now, as its next update would.
+
+        ``backend`` is a backend object (a tensor's ``_backend``). Kept as the
+        state: a captured step makes them before the body's update so that
+        they are inputs of its program.
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> opt = s4tf.optimizers.Adam([s4tf.ones([2])])
+        >>> slots = opt.place_slots(0, s4tf.ones([1])._backend)
+        >>> opt.slots(0) is slots, sorted(slots)
+        (True, ['first_moments', 'second_moments'])
+        """
+        slots = self._state[i] = slots_on(self, i, backend, dict.fromkeys(self.state_names))
         return slots
 
-    def _apply(self, i, leaf, grad, in_place, constants, names, packed):
-        """The new leaf ``i`` and the slots to commit for it.
+    def advance_step(self, steps: int) -> None:
+        """Count ``steps`` more updates (a captured step's replay, which runs no ``update``).
 
-        A leaf written in place writes its slots in place too (its model is
-        consumed: there is nothing to go back to); a small one joins ``packed``
-        (not None for an element-wise rule) and is written after the last leaf.
-        Otherwise the rule runs on copies of the parameter and of the slots, so
-        that the old ones stay as they were until the update commits.
+        Examples
+        --------
+        >>> import s4tf
+        >>> opt = s4tf.optimizers.SGD([s4tf.ones([2])])
+        >>> opt.advance_step(3)
+        >>> opt.step
+        3
         """
-        if isinstance(leaf, float):
-            host = _host_backend()
-            state = {name: np.array(t._data, copy=True)
-                     for name, t in self._slots(i, host, names).items()}
-            param = np.array(leaf, np.float64)
-            self.update_parameter(param, grad, state, constants)
-            return float(param), {name: Tensor._wrap(a, host) for name, a in state.items()}
-        backend = leaf._backend
-        slots = self._slots(i, backend, names)
-        if backend.supports_inplace:
-            # Eager backends (NumPy, CuPy) run the rule on their own arrays: both
-            # speak NumPy's ufunc and array-function protocols.
-            run = _run_whole if packed is None else run_chunked
-            if in_place:
-                param, grad = leaf._data, grad._data
-                if packed is not None and packable(param, grad):
-                    packed[0].append(i)
-                    packed[1].append(param)
-                    packed[2].append(grad)
-                else:
-                    run(self.update_parameter, param, grad,
-                        {name: t._data for name, t in slots.items()}, constants)
-                return leaf, slots
-            xp = backend.xp
-            state = {name: xp.array(t._data, copy=True) for name, t in slots.items()}
-            param = xp.array(leaf._data, copy=True)
-            run(self.update_parameter, param, grad._data, state, constants)
-            return (Tensor._wrap(param, backend),
-                    {name: Tensor._wrap(a, backend) for name, a in state.items()})
-        # The lazy backend: the rule records new values; the old tensors are
-        # never written, so whoever still holds them keeps their values, and
-        # buffers nobody holds are donated at the next barrier.
-        param = TensorBuffer(leaf)
-        state = {name: TensorBuffer(t) for name, t in slots.items()}
-        self.update_parameter(param, TensorBuffer(grad), state, constants)
-        # Under a distribution strategy the new values keep the parameter's layout
-        # (slots follow their parameter); elsewhere this changes nothing.
-        return (_follow(param.tensor, leaf),
-                {name: _follow(buffer.tensor, leaf) for name, buffer in state.items()})
-
-    def _run_packed(self, indices, params, grads, constants, pending) -> None:
-        """The rule on the small parameters written in place, packed by dtype (see .blocks).
-
-        Keeps the packs used now (none when no small parameter was written in
-        place, e.g. in a copying update) and lets go of the others.
-        """
-        groups: dict = {}
-        for k, param in enumerate(params):
-            groups.setdefault(param.dtype, []).append(k)
-        packs = {}
-        for dtype, members in groups.items():
-            keys, group_params, group_grads = indices, params, grads
-            if len(members) < len(params):  # several dtypes: this one's share
-                keys = [indices[k] for k in members]
-                group_params, group_grads = [params[k] for k in members], [grads[k] for k in members]
-            pack = self._packs.get(dtype)
-            if (pack is None or pack.indices != keys
-                    or any(pending.get(i, self._state[i]) is not slots
-                           for i, slots in zip(keys, pack.slots, strict=True))):
-                # First use, or the state was replaced (loaded, or a copying update).
-                pack = Pack(keys, [self._shapes[i] for i in keys], dtype,
-                            [pending.get(i, self._state[i]) for i in keys])
-                pending.update(zip(keys, pack.slots, strict=True))
-            packs[dtype] = pack
-            pack.run(self.update_parameter, group_params, group_grads, constants)
-        self._packs = packs
+        self.step += steps
 
     # Saving and restoring.
     def state_dict(self) -> dict:
@@ -373,8 +294,8 @@ class Optimizer:
                         f"{type(self).__name__}.load_state_dict: slot {slot!r} of {path!r} has "
                         f"shape {value.shape}, expected {shape}."
                     )
-                # On the host; _slots moves it to the parameter's backend at first use.
-                loaded[slot] = Tensor._wrap(np.array(value, dtype, copy=True), _host_backend())
+                # On the host; the update moves it to the parameter's backend at first use.
+                loaded[slot] = Tensor._wrap(np.array(value, dtype, copy=True), get_backend_object("naive"))
             new_slots.append(loaded)
         self._state = new_slots
         self._packs = {}
@@ -387,46 +308,4 @@ class Optimizer:
         return f"{type(self).__name__}({hyper}, step={self.step})"
 
 
-def _run_whole(rule, param, grad, state, constants) -> None:
-    rule(param, grad, state, constants)
-
-
-def _host_backend():
-    from ..backends.base import get_backend_object
-
-    return get_backend_object("naive")
-
-
-def _tensor_on(backend, value: np.ndarray, dtype) -> Tensor:
-    if getattr(backend, "xp", None) is np and value.dtype == dtype:
-        return Tensor._wrap(value, backend)  # already a fresh host array: no copy
-    return Tensor._wrap(backend.asarray(value, dtype), backend)
-
-
-class _ProbeModel(Differentiable):
-    w: float
-
-
-class _ProbeOptimizer(Optimizer):
-    def step_constants(self, step):
-        return {}
-
-    def update_parameter(self, param, grad, state, constants):
-        param -= grad
-
-
-def _calibrate() -> calibration.RootBaseline | None:
-    optimizer = _ProbeOptimizer(_ProbeModel(0.0))
-    return calibration.calibrate_root(
-        optimizer.update, lambda: _ProbeModel(0.0), args=(_ProbeModel.TangentVector(w=1.0),),
-        calls=("entry({value}, args[0])", "entry(model={value}, grads=args[0])"),
-    )
-
-
-_ROOT_BASELINE = _calibrate()
-
-
-def _follow(tensor: Tensor, parameter: Tensor) -> Tensor:
-    """``tensor`` laid out across devices as ``parameter`` is (s4tf.distributed)."""
-    data = tensor._backend.follow_layout(tensor._data, parameter._data)
-    return tensor if data is tensor._data else Tensor._wrap(data, tensor._backend)
+application.calibrate(Optimizer)

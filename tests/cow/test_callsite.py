@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from s4tf.cow import callsite
+from s4tf.cow import bytecode, callsite
 
 
 class Recorder:
@@ -153,6 +153,6 @@ def test_the_training_loop_hands_its_model_to_the_optimizer_in_a_consuming_shape
     from s4tf.training_loop.loop import TrainingLoop
 
     code = TrainingLoop._step.__code__  # one training step; the model lives in loop.model
-    calls = [ins for ins in dis.get_instructions(code) if ins.opname in callsite._CALLS]
+    calls = [ins for ins in dis.get_instructions(code) if ins.opname in bytecode.CALLS]
     passed = [callsite.verdict(code, ins.offset, callsite.UPDATE).passed for ins in calls]
     assert "as self.model, with the result stored back there" in passed

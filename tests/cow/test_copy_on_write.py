@@ -316,3 +316,25 @@ def test_debug_names_the_call_site_that_forced_a_copy(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "SGD.update" in err and "passed as models[0]" in err
     assert m.w.shape == (300_000,)
+
+
+# Issue 20, item 6: the result stored into another attribute of the same holder than the
+# one read. The holder still shows its old model under the attribute read, so it must copy.
+@pytest.mark.parametrize("scope", ["function", "module"])
+def test_a_result_stored_into_another_attribute_of_the_holder_copies(scope):
+    h = Holder()
+    h.a = make_net()
+    snap = snapshot(h.a)
+    opt = optimizers.SGD(h.a, learning_rate=0.5)
+    names = {"h": h, "opt": opt, "g": grad_of(h.a)}
+    statement = "h.b = opt.update(h.a, g)"
+    if scope == "function":
+        exec(f"def step(h, opt, g):\n    {statement}\nstep(h, opt, g)", names)
+    else:
+        exec(statement, names)
+    assert_same(h.a, snap)  # valid (not consumed) and unchanged
+    assert not np.array_equal(snapshot(h.b)[0], snap[0])
+
+
+class Holder:
+    """An object whose attributes hold models."""

@@ -111,3 +111,15 @@ def test_checks_name_the_value_and_the_bound():
     with pytest.raises(TypeError, match="X: rate must be a number, got None"):
         unit_interval("X", "rate", None)
     assert non_negative("X", "rate", np.float32(0.5)) is None
+
+
+def test_an_old_style_hyperparameters_tuple_is_refused_with_the_declarative_fix():
+    # Issue 19: hyperparameters are declared as fields, one way only.
+    with pytest.raises(TypeError, match=r"OldStyle lists its hyperparameters in a "
+                                        r"`hyperparameters` tuple; declare each one as a field"):
+        class OldStyle(optimizers.Optimizer):
+            hyperparameters = ("learning_rate",)
+
+            def __init__(self, model, learning_rate=0.5):
+                self.learning_rate = learning_rate
+                super().__init__(model)

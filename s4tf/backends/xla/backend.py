@@ -5,19 +5,13 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from ... import hooks
 from ..base import Backend
 from . import graph, sharding
 from .lazy import LazyArray
 from .recording import LazyKernels
 
 __all__ = ["BACKEND", "XLABackend"]
-
-# Called as array_listener(value, array) with each array made from host data (a
-# Python number entering an op, a constant) while s4tf.xla.compile records a
-# step's body (s4tf/capture): it follows the numbers, and tells the constants the
-# body made from those that existed before it.
-array_listener = None
-
 
 def _numpy_dtype(dtype) -> np.dtype:
     return dtype.numpy if hasattr(dtype, "numpy") else np.dtype(dtype)
@@ -56,8 +50,8 @@ class XLABackend(Backend):
             array = LazyArray(host.shape, host.dtype, buffer=host, host=True)
         else:
             array = LazyArray(host.shape, host.dtype, buffer=jax.device_put(host))
-        if array_listener is not None:
-            array_listener(value, array)
+        if hooks.on_array is not None:  # a captured step's recording follows host values
+            hooks.on_array(value, array)
         return array
 
     def scalar(self, value, dtype) -> LazyArray:
@@ -66,8 +60,8 @@ class XLABackend(Backend):
         # changes every step does not change the trace.
         host = np.asarray(value, dtype=_numpy_dtype(dtype))
         array = LazyArray((), host.dtype, buffer=host, host=True)
-        if array_listener is not None:
-            array_listener(value, array)
+        if hooks.on_array is not None:  # a captured step's recording follows host values
+            hooks.on_array(value, array)
         return array
 
     def copy(self, data: LazyArray) -> LazyArray:

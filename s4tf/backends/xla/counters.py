@@ -109,7 +109,17 @@ def summarize(key) -> dict:
     return {"inputs": inputs, "ops": ops, "dtypes": dtypes}
 
 
-def _describe_change(old: dict, new: dict) -> str:
+def describe_change(old: dict, new: dict) -> str:
+    """What differs between two :func:`summarize` results, in words (for warnings).
+
+    Examples
+    --------
+    >>> from s4tf.backends.xla.counters import describe_change, summarize
+    >>> old = summarize(((("P", (2,), "float32"), ("add", (), (0, 0))),))
+    >>> new = summarize(((("P", (3,), "float32"), ("add", (), (0, 0))),))
+    >>> describe_change(old, new)
+    'input shapes changed ((2,) -> (3,))'
+    """
     changes = []
     shape_pairs = [
         f"{a[0]} -> {b[0]}" for a, b in zip(old["inputs"], new["inputs"], strict=False) if a[0] != b[0]
@@ -151,7 +161,7 @@ def note_compile(key, trace_hash: int, seconds: float, n_ops: int) -> None:
     _sites[site] = (count, summary)
     # Warn once past the warm-up, then each time the count doubles (not every step).
     if count > WARN_AFTER and (count == WARN_AFTER + 1 or count & (count - 1) == 0):
-        change = _describe_change(previous, summary) if previous else "nothing: it is the first"
+        change = describe_change(previous, summary) if previous else "nothing: it is the first"
         warnings.warn(
             f"s4tf xla: {site} has compiled {count} different traces; the latest differs from "
             f"the one before in: {change}. Each new trace costs an XLA compile. Keep shapes "

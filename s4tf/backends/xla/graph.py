@@ -37,6 +37,7 @@ import weakref
 
 import numpy as np
 
+from ... import hooks, liveness
 from . import compiler
 from .counters import COUNTERS
 from .layouts import check_meshes, placement
@@ -56,9 +57,6 @@ _lock = threading.RLock()
 # Each barrier's number, stamped on the arrays it numbers (LazyArray.mark), so
 # their slots and use counts live on the arrays, not in dictionaries keyed by id.
 _barriers = itertools.count(1)
-# Called with no arguments before each barrier while s4tf.xla.compile records a
-# step's body (s4tf/capture), which refuses it: a replay could not read a value.
-barrier_listener = None
 
 
 def record(op, inputs, params, pkey, shape, dtype) -> LazyArray:
@@ -82,20 +80,19 @@ def _refcounts(arrays) -> list[int]:
     return [sys.getrefcount(a) - a.uses for a in arrays]
 
 
-def _calibrate() -> int | None:
-    """The count ``_refcounts`` reports for an array held only by its list."""
+def _held_once(extra: int) -> int:
+    """What ``_refcounts`` reports for a probe array held only by its list (and ``extra`` more)."""
     probe = [LazyArray((), np.dtype(np.float32))]
     probe[0].uses = 0
-    base = _refcounts(probe)[0]
-    alias = probe[0]
-    aliased = _refcounts(probe)[0]
-    del alias
-    # If one alias does not show as exactly one more, refcounts cannot be trusted
-    # here (another interpreter): treat everything as live and donate nothing.
-    return base if aliased == base + 1 else None
+    aliases = probe * extra
+    count = _refcounts(probe)[0]
+    del aliases
+    return count
 
 
-_BASELINE = _calibrate()
+# None where one more holder does not show as exactly one more (another interpreter):
+# then everything counts as live and nothing is donated.
+_BASELINE = liveness.one_holder_count(_held_once)
 
 
 @contextlib.contextmanager
@@ -265,8 +262,9 @@ def execute(trace: Trace) -> None:
 
 def barrier() -> None:
     """Compile (or fetch from the cache) and run the graph of all live pending arrays."""
-    if barrier_listener is not None:
-        barrier_listener()
+    if hooks.on_barrier is not None:
+        # A captured step's body refuses it (s4tf/capture): a replay could not read a value.
+        hooks.on_barrier()
     with _lock:
         trace = collect()
         if trace is not None:

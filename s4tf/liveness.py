@@ -1,33 +1,40 @@
-"""Calibrating reference counts for the running interpreter.
+"""Liveness from CPython reference counts, calibrated for the running interpreter.
 
-Whether the caller holds the only reference to a model is read from CPython's
-reference count, but the count a function sees for its argument depends on
-the interpreter version (stack references, argument passing). So nothing here
-is hard-coded: at import, probe callers that hold exactly one reference call
-each real entry point (``Optimizer.update``, ``moved``, ``Differentiable.moved``)
-in several call shapes and with each kind of holder (a function's local, a
-module-level name, an attribute), and the counts seen become its
-:class:`RootBaseline`. One more holder must show as exactly one more, and a
-helper frame between the caller and the entry point must be seen, or in-place
-updates stay off for that entry point. Inner objects (fields, list items,
-tensors, storages) are calibrated the same way, by walking a private model of
-every container shape through the same code the real update runs.
+Whether nothing but its owner refers to an object is read from
+``sys.getrefcount``, but the count an owner alone leaves depends on the
+interpreter (stack references, argument passing, borrowed references from
+CPython 3.14 on) and on the code that measures it. So nothing here is
+hard-coded: every place that reads a count (copy-on-write's entry points and
+walk, the lazy graph's liveness and donation, a captured step's slot
+donation) measures, at import, what its own code sees for a private object
+held once, and trusts the count only if one more holder shows as exactly one
+more. This module is that measuring, in one place:
+
+- :func:`one_holder_count`: the count a measuring function sees for an object
+  held once (one more holder must show as one more), for checks of one kind of
+  object (the lazy graph's arrays, a captured step's slots);
+- :func:`agreed_counts`: the counts a walk saw per kind of object, kept only
+  where every probe agreed (copy-on-write's inner objects);
+- :func:`calibrate_root`: the counts an entry point (``Optimizer.update``,
+  ``moved``) sees for a root its caller alone holds, per holder kind, from
+  probe callers run in several call shapes;
+- :func:`holder_kind`: which running frames name a value, where borrowed
+  references hide holders from the count (3.14+).
+
+:func:`counts_trusted` says whether counts mean anything here at all (CPython
+with the GIL).
 """
 
 from __future__ import annotations
 
-import os
+import inspect
 import sys
 import sysconfig
 
-from . import frames
-
 __all__ = [
-    "ProbeDone", "RootBaseline", "calibrate_root", "in_place_supported", "mode", "probing",
-    "record_probe",
+    "ProbeDone", "RootBaseline", "agreed_counts", "calibrate_root", "counts_trusted",
+    "holder_kind", "one_holder_count", "probing", "proxies_are_safe", "record_probe",
 ]
-
-MODES = ("auto", "always-copy")
 
 # Counts collected while a probe caller runs an entry point; None otherwise.
 probing: list | None = None
@@ -37,19 +44,15 @@ class ProbeDone(Exception):
     """Raised by an entry point right after it measured a probe's count."""
 
 
-def mode() -> str:
-    """``S4TF_COPY_ON_WRITE``: ``"auto"`` (default) or ``"always-copy"``."""
-    value = os.environ.get("S4TF_COPY_ON_WRITE", "auto").strip().lower() or "auto"
-    if value not in MODES:
-        raise ValueError(
-            f"S4TF_COPY_ON_WRITE={value!r} is not understood; use 'auto' (update in place "
-            "when nothing else refers to the model) or 'always-copy'."
-        )
-    return value
+def counts_trusted() -> bool:
+    """Whether reference counts can be trusted here: CPython with the GIL.
 
-
-def in_place_supported() -> bool:
-    """Whether reference counts can be trusted here: CPython with the GIL."""
+    Examples
+    --------
+    >>> from s4tf import liveness
+    >>> isinstance(liveness.counts_trusted(), bool)
+    True
+    """
     if sys.implementation.name != "cpython":
         return False
     # Free-threaded builds use biased, deferred reference counts that do not
@@ -58,6 +61,45 @@ def in_place_supported() -> bool:
         return False
     gil_enabled = getattr(sys, "_is_gil_enabled", None)
     return gil_enabled is None or bool(gil_enabled())
+
+
+def one_holder_count(measure):
+    """The count ``measure(0)`` reports for a fresh object held once; ``None`` if untrusted.
+
+    ``measure(extra)`` makes a private object, holds it once as the real code's
+    owner does plus ``extra`` more times, and returns the count the real
+    check's code reads for it. The count is trusted only if one more holder
+    shows as exactly one more (else the caller treats every object as shared).
+
+    Examples
+    --------
+    >>> import sys
+    >>> from s4tf import liveness
+    >>> def measure(extra):
+    ...     owner = [object()]
+    ...     aliases = owner * extra
+    ...     return sys.getrefcount(owner[0])
+    >>> liveness.one_holder_count(measure) == measure(0)
+    True
+    >>> liveness.one_holder_count(lambda extra: 2) is None   # blind to holders
+    True
+    """
+    once = measure(0)
+    return once if measure(1) == once + 1 else None
+
+
+def agreed_counts(seen: dict) -> dict:
+    """``{key: count}`` for each key of ``seen`` (``key -> counts``) whose counts all agree.
+
+    A key whose probes disagree is left out: its objects count as shared.
+
+    Examples
+    --------
+    >>> from s4tf import liveness
+    >>> liveness.agreed_counts({("node", "tensor"): [2, 2], ("list", "dict"): [2, 3]})
+    {('node', 'tensor'): 2}
+    """
+    return {key: counts[0] for key, counts in seen.items() if min(counts) == max(counts)}
 
 
 class RootBaseline:
@@ -72,7 +114,7 @@ class RootBaseline:
     borrowing : bool
         Whether this interpreter passes borrowed references to locals
         (CPython 3.14+): then the holder's kind is read off the running frames
-        (:mod:`s4tf.cow.frames`), since the count alone cannot tell a helper
+        (:func:`holder_kind`), since the count alone cannot tell a helper
         frame naming the model from the caller naming it.
     """
 
@@ -86,7 +128,7 @@ class RootBaseline:
         if not self.borrowing:
             return count <= min(self.local, self.namespace, self.other)
         limit = {"local": self.local, "namespace": self.namespace, "none": self.other}.get(
-            frames.holder_kind(value, caller))
+            holder_kind(value, caller))
         return limit is not None and count <= limit
 
     def __repr__(self) -> str:
@@ -145,7 +187,7 @@ def record_probe(value, count: int, caller) -> None:
 
     ``caller`` is the frame that called the entry point.
     """
-    kind = frames.holder_kind(value, caller) if frames.proxies_are_safe() else None
+    kind = holder_kind(value, caller) if proxies_are_safe() else None
     probing.append((count, kind))
     raise ProbeDone
 
@@ -165,16 +207,16 @@ def calibrate_root(entry, make, calls, args=()) -> RootBaseline | None:
     Examples
     --------
     >>> import sys
-    >>> from s4tf.cow import calibration
+    >>> from s4tf import liveness
     >>> def entry(value):
     ...     count = sys.getrefcount(value)
-    ...     if calibration.probing is not None:
-    ...         calibration.record_probe(value, count, sys._getframe(1))
-    >>> baseline = calibration.calibrate_root(entry, make=object, calls=["entry({value})"])
+    ...     if liveness.probing is not None:
+    ...         liveness.record_probe(value, count, sys._getframe(1))
+    >>> baseline = liveness.calibrate_root(entry, make=object, calls=["entry({value})"])
     >>> baseline is not None
     True
     """
-    if not in_place_supported():
+    if not counts_trusted():
         return None
     seen: dict[tuple[str, bool], list] = {}
     for shape, bodies in _SHAPES.items():
@@ -197,7 +239,7 @@ def _baseline(seen) -> RootBaseline | None:
     if min(counts("local", True)) != local or min(counts("local", False)) != namespace:
         return None  # one holder shows different counts in different call shapes
     borrowing = local < namespace
-    if borrowing and not frames.proxies_are_safe():
+    if borrowing and not proxies_are_safe():
         return None
     expected = {("alias", True): local + 1, ("alias", False): namespace + 1,
                 ("other-alias", True): other + 1, ("other-alias", False): other + 1}
@@ -213,3 +255,53 @@ def _baseline(seen) -> RootBaseline | None:
     elif min(counts("helper", True)) <= min(local, namespace, other):
         return None  # a helper frame between caller and entry point must show
     return baseline
+
+
+# Which frames name a value (for interpreters that borrow references, 3.14+). Loading a
+# local for a call may push a *borrowed* reference (LOAD_FAST_BORROW) that the count does
+# not show, and the callee's parameter keeps it borrowed; what it is borrowed from is always
+# a name in a frame still running, so counting those names recovers what the count hides.
+
+def proxies_are_safe() -> bool:
+    """Whether ``frame.f_locals`` is a view with no side effects (PEP 667, 3.13+)."""
+    return sys.version_info >= (3, 13)
+
+
+def holder_kind(value, caller) -> str:
+    """How the running frames from ``caller`` up name ``value``.
+
+    Returns ``"local"`` (one name, a local variable of ``caller``),
+    ``"namespace"`` (one name in ``caller``'s module or class namespace, as in
+    a notebook cell), ``"none"`` (no name: an attribute, an item, a temporary)
+    or ``"several"`` (more than one name, or one in a frame further up).
+
+    Examples
+    --------
+    >>> import sys
+    >>> from s4tf.liveness import holder_kind
+    >>> def f():
+    ...     value = object()
+    ...     return holder_kind(value, sys._getframe())
+    >>> f()
+    'local'
+    """
+    names = 0
+    seen: set[int] = set()
+    frame = caller
+    while frame is not None:
+        namespace = frame.f_locals
+        # Frames of one module share its globals: read each namespace once.
+        if type(namespace) is dict:
+            if id(namespace) in seen:
+                frame = frame.f_back
+                continue
+            seen.add(id(namespace))
+        for item in namespace.values():
+            if item is value:
+                names += 1
+                if names > 1 or frame is not caller:
+                    return "several"
+        frame = frame.f_back
+    if names == 0:
+        return "none"
+    return "local" if caller.f_code.co_flags & inspect.CO_OPTIMIZED else "namespace"
