@@ -157,6 +157,27 @@ index_add = primitive(
          lambda g, x, u, out, key: getitem_(g, key=key)),
     jvp=(lambda t, x, u, out, key: t,
          lambda t, x, u, out, key: IndexAdd(key, t)),
+    signature="x, updates, *, key",
+    doc="""``x`` with ``updates`` added at the static index ``key``, as a new tensor.
+
+    The functional form of ``x[key] += updates`` (what the derivative of
+    ``x[key]`` is made of); ``x`` is not changed.
+
+    Parameters
+    ----------
+    x : Tensor
+    updates : Tensor
+        Shaped as ``x[key]`` (or broadcastable to it).
+    key : tuple
+        Ints, slices, None and ``...``, as in ``x[key]``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops import index_add
+    >>> index_add(s4tf.zeros([3]), s4tf.Tensor([5.0]), key=(slice(1, 2),)).tolist()
+    [0.0, 5.0, 0.0]
+    """,
 )
 gather_ = primitive(
     "gather",
@@ -169,6 +190,29 @@ scatter_add = primitive(
          lambda g, x, i, u, out, axis: gather_(g, i, axis=axis)),
     jvp=(lambda t, x, i, u, out, axis: t, None,
          lambda t, x, i, u, out, axis: IndexAdd(i, t, axis)),
+    signature="x, indices, updates, *, axis",
+    doc="""``x`` with each slice of ``updates`` added at its index along ``axis``, as a new tensor.
+
+    Repeated indices add up (the transpose of :func:`gather`, and what its
+    derivative is made of); ``x`` is not changed.
+
+    Parameters
+    ----------
+    x : Tensor
+    indices : Tensor
+        Integer indices into ``x``'s axis ``axis``.
+    updates : Tensor
+        Shaped as ``gather(x, indices, axis)``.
+    axis : int
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops import scatter_add
+    >>> scatter_add(s4tf.zeros([3]), s4tf.Tensor([0, 0, 2]), s4tf.Tensor([1.0, 2.0, 3.0]),
+    ...             axis=0).tolist()
+    [3.0, 0.0, 3.0]
+    """,
 )
 
 
