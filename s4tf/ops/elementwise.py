@@ -320,10 +320,19 @@ def square(x):
 def clip(x, lo, hi):
     """``x`` limited to ``[lo, hi]``.
 
+    Bounds given as Python numbers must be in order: ``lo > hi`` raises a
+    ``ValueError`` (tensor bounds are not read, so they are not checked).
+
     Examples
     --------
     >>> import s4tf
     >>> s4tf.Tensor([-2.0, 0.5, 3.0]).clip(0.0, 1.0).tolist()
     [0.0, 0.5, 1.0]
     """
+    if (isinstance(lo, numbers.Real) and isinstance(hi, numbers.Real)
+            and not isinstance(lo, Tensor) and not isinstance(hi, Tensor) and lo > hi):
+        raise ValueError(
+            f"clip: the lower bound lo={lo!r} is greater than the upper bound hi={hi!r}, so "
+            f"every value would become hi. Pass the bounds in order: clip(x, {hi!r}, {lo!r})."
+        )
     return minimum(maximum(x, lo), hi)

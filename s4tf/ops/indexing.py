@@ -301,7 +301,8 @@ def one_hot(indices, depth: int, dtype=None):
     :class:`IndexRangeError` (an ``IndexError`` and a ``ValueError``) naming it;
     on the lazy xla backend, which cannot read indices without running the
     graph, its row is NaN (floating dtypes), or raises like the eager backends
-    with ``S4TF_CHECKS=1``.
+    with ``S4TF_CHECKS=1``. Non-integer indices raise a ``TypeError`` (cast them
+    with ``.astype(s4tf.int32)``).
 
     Examples
     --------
@@ -311,6 +312,13 @@ def one_hot(indices, depth: int, dtype=None):
     """
     return encode_one_hot(indices, depth, dtype, low=-1, owner="one_hot",
                           hint="(-1 gives an all-zero row.)")
+
+
+def _not_integer(owner, what, got, fix) -> TypeError:
+    return TypeError(
+        f"{owner}: {what} must be integers, got {got} (a non-integer index matches no "
+        f"class, so its row would be all zeros). Cast them first: {fix}."
+    )
 
 
 def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: str = "indices",
@@ -328,7 +336,14 @@ def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: st
 
     depth = size(depth, "depth", owner, 0)
     if not isinstance(indices, Tensor):
-        indices = Tensor(np.asarray(indices, dtype=np.int32))
+        array = np.asarray(indices)
+        # A float index matches no class (or truncates): refused, not turned into zero rows.
+        if array.size and array.dtype.kind not in "iu":
+            raise _not_integer(owner, what, f"a list of {array.dtype}",
+                               "s4tf.Tensor(indices).astype(s4tf.int32)")
+        indices = Tensor(array.astype(np.int32))
+    elif not indices.dtype.is_integer:
+        raise _not_integer(owner, what, f"a {indices.dtype.name} tensor", "indices.astype(s4tf.int32)")
     check_indices(indices, low, depth, owner, what, hint)
     dtype = dtypes.as_dtype(dtype or dtypes.float32)
     with backend(innermost(indices).backend):  # the classes live where the indices do
