@@ -2,8 +2,8 @@
 
 Immutable value-semantic layers, automatic differentiation of any Differentiable
 value, copy-on-write optimizers, and one Tensor API over NumPy, CuPy and a lazy
-XLA tensor. ``DESIGN.md`` (shared with the team) is the contract this package
-keeps; ``HOW_IT_WORKS.md`` beside this file explains the machinery.
+XLA tensor. The documentation site (``docs/``) is the public contract this
+package keeps; ``HOW_IT_WORKS.md`` beside this file explains the machinery.
 """
 
 import sys as _sys

@@ -2,7 +2,7 @@
 
 The loop owns the one reference to the model while it trains, so
 ``model = optimizer.update(model, gradients)`` can write the parameters in
-place (copy-on-write, DESIGN 1.6): no alias of the model is kept in a local
+place (copy-on-write, HOW_IT_WORKS.md): no alias of the model is kept in a local
 variable, on the loop object or in a closure while the update runs.
 """
 

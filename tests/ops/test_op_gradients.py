@@ -7,7 +7,7 @@ import s4tf
 from s4tf.ops import index_add, scatter_add
 from s4tf.testing import check_gradients
 
-# Every backend runs the same op suite (DESIGN 3); see tests/conftest.py.
+# Every backend runs the same op suite; see tests/conftest.py.
 pytestmark = pytest.mark.usefixtures("backend")
 
 _rng = np.random.default_rng(1234)
