@@ -3,10 +3,9 @@ differences, every other backend against naive; scatter_add on every backend."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
+from conftest import BACKENDS  # tests/conftest.py: the backends this machine runs
 from numpy.lib.stride_tricks import sliding_window_view
 
 import s4tf
@@ -100,8 +99,8 @@ CASES = {
 
 # Naive is the reference of the other backends, and is itself checked against NumPy
 # and finite differences (comparing it with itself would test nothing).
-OTHER_BACKENDS = ["cupy"] + (["xla"] if importlib.util.find_spec("jax") else [])
-against_naive = pytest.mark.parametrize("backend", OTHER_BACKENDS, indirect=True)
+against_naive = pytest.mark.parametrize(
+    "backend", [name for name in BACKENDS if name != "naive"], indirect=True)
 
 
 def _on(backend_name, arrays):
