@@ -310,11 +310,16 @@ def _parse_signature(name, parameters: str) -> inspect.Signature:
     """``"x, *, axis=None"`` as an :class:`inspect.Signature` (defaults are literals)."""
     try:
         arguments = ast.parse(f"def {name}({parameters}): pass").body[0].args
+        problem = "**" if arguments.kwarg else "/" if arguments.posonlyargs else None
     except SyntaxError as error:
+        problem = error.msg
+    if problem is not None:
+        # A primitive passes every keyword to its kernel, and takes arrays by position.
         raise ValueError(
-            f"primitive {name!r}: signature={parameters!r} is not a parameter list "
-            f"as a def writes it, e.g. 'x, *, dtype' ({error.msg})."
-        ) from None
+            f"primitive {name!r}: signature={parameters!r} is not a parameter list of "
+            f"arrays then keyword-only parameters as a def writes it, e.g. 'x, *, dtype' "
+            f"(found: {problem})."
+        )
     kind = inspect.Parameter
     # A def's defaults belong to its last positional parameters.
     defaults = [kind.empty] * (len(arguments.args) - len(arguments.defaults))
