@@ -1,6 +1,6 @@
 """Captured xla steps (``s4tf.xla.compile``) next to uncaptured xla steps and plain ``jax.jit``.
 
-One run, side by side, as JSON (DESIGN section 3: performance claims live here,
+One run, side by side, as JSON (benchmarks/README.md: performance claims live here,
 never as timing assertions in tests). Each model trains on one fixed random
 batch in float32, NHWC, in the training phase:
 

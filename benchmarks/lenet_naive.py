@@ -1,6 +1,6 @@
 """LeNet-5 training step on the naive backend next to a hand-written NumPy im2col LeNet.
 
-One process, side by side, as JSON (DESIGN section 3: performance claims live
+One process, side by side, as JSON (benchmarks/README.md: performance claims live
 here, never as timing assertions in tests). Both sides train the same network
 from the same weights on the same batch, float32, channels-last:
 ``s4tf.models.LeNet()`` (conv 5x5x6 "same" + ReLU, average pool 2, conv 5x5x16

@@ -1,6 +1,6 @@
 """LeNet-5 training steps at batch 128 with SGD and Adam: s4tf naive/xla, plain JAX, PyTorch.
 
-One run, side by side, as JSON (DESIGN section 3: performance claims live here,
+One run, side by side, as JSON (benchmarks/README.md: performance claims live here,
 never as timing assertions in tests). The same LeNet-5 (the paper's Figure 6:
 conv 5x5x6 "same" + ReLU, avg-pool 2, conv 5x5x16 + ReLU, avg-pool 2, dense
 400-120-84-10) with softmax cross-entropy and plain SGD, float32, NHWC:

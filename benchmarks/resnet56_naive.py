@@ -1,6 +1,6 @@
 """ResNet-56 training step on the naive backend next to PyTorch eager, the same architecture.
 
-One process, side by side, as JSON (DESIGN section 3: performance claims live
+One process, side by side, as JSON (benchmarks/README.md: performance claims live
 here, never as timing assertions in tests). ``s4tf.models.ResNet(depth=56,
 classes=10, stem="cifar")`` against its PyTorch twin from ``zoo_step.py``
 (He et al. 2016, section 4.2: 3x3 convolutions without biases, BatchNorm,

@@ -1,6 +1,6 @@
 """Training-step throughput of zoo models: s4tf naive and xla next to PyTorch eager and Equinox.
 
-One run, side by side, as JSON (DESIGN section 3: performance claims live here,
+One run, side by side, as JSON (benchmarks/README.md: performance claims live here,
 never as timing assertions in tests). Each framework trains the same
 architecture on the same random batch with SGD + momentum 0.9, float32, in
 training mode (BatchNorm batch statistics):

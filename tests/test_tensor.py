@@ -1,4 +1,4 @@
-"""The Tensor API of DESIGN 1.1: dtypes, copying, conversion, creation, random, errors."""
+"""The Tensor API (docs/api/tensor.md): dtypes, copying, conversion, creation, random, errors."""
 
 import numpy as np
 import pytest

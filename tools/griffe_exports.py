@@ -5,6 +5,9 @@ because some public functions get their docstrings at import time (the
 convolution and pooling factories of ``s4tf.nn``). Inspection also lists every
 name a module merely imports (``Tensor`` in most of them); the package's
 ``__all__`` lists are what is public, so everything else is dropped here.
+
+A primitive (:class:`s4tf.ops.primitive.Primitive`) is a callable object that
+griffe, like pydoc, reads as a method descriptor; it is shown as the function it is.
 """
 
 from __future__ import annotations
@@ -15,6 +18,12 @@ import griffe
 class ExportsOnly(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
         _keep_exports(pkg)
+
+    def on_function_instance(self, *, node, func: griffe.Function, **kwargs) -> None:
+        from s4tf.ops.primitive import Primitive
+
+        if isinstance(getattr(node, "obj", None), Primitive):
+            func.labels.discard("method descriptor")
 
 
 def _keep_exports(module: griffe.Module) -> None:

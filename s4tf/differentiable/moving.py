@@ -24,7 +24,7 @@ def moved(value, along, *, consume: bool = True):
 
     Works on any Differentiable value (floats, tensors, lists, dicts, models).
     A model whose only reference is the caller's is updated in place and
-    consumed, as by ``opt.update`` (DESIGN 1.6); ``consume=False`` always
+    consumed, as by ``opt.update`` (HOW_IT_WORKS.md, Copy-on-write); ``consume=False`` always
     copies.
 
     Examples

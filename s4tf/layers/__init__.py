@@ -1,4 +1,4 @@
-"""Neural-network layers: immutable, differentiable dataclasses (DESIGN section 1.5).
+"""Neural-network layers: immutable, differentiable dataclasses (docs/api/layers.md).
 
 Field names, layouts and defaults follow Swift for TensorFlow (in snake_case):
 ``Dense.weight`` is ``(in, out)``, ``Conv2D.filter`` is ``(h, w, in, out)``,

@@ -9,7 +9,7 @@ def make_divisible(value: float, divisor: int = 8, min_value: int | None = None)
     """``value`` rounded to the nearest multiple of ``divisor``, never more than 10% down.
 
     The TF-slim MobileNet rule that torchvision copies; the parameter counts
-    of DESIGN 1.9 at other width multipliers depend on it exactly.
+    in docs/guides/model-zoo.md at other width multipliers depend on it exactly.
 
     Examples
     --------

@@ -41,6 +41,25 @@ reduce_sum = primitive(
     "reduce_sum",
     vjp=(lambda g, x, out, axis, keepdims: unreduce(g, x, axis, keepdims),),
     jvp=(lambda t, x, out, axis, keepdims: reduce_sum(t, axis=axis, keepdims=keepdims),),
+    signature="x, *, axis, keepdims",
+    doc="""The sum of ``x`` over the axes ``axis`` (what ``x.sum()`` calls).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : tuple of int
+        Non-negative and sorted (``x.sum(axis=...)`` and :func:`s4tf.ops.sum`
+        normalise any axis argument to this).
+    keepdims : bool
+        Whether the summed axes stay, as size 1.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops import reduce_sum
+    >>> reduce_sum(s4tf.Tensor([[1.0, 2.0], [3.0, 4.0]]), axis=(0,), keepdims=False).tolist()
+    [4.0, 6.0]
+    """,
 )
 
 

@@ -50,53 +50,131 @@ def _rules(*maps):
     return {"vjp": maps, "jvp": maps}
 
 
+def _doc(summary, example, result, details=""):
+    """The docstring of an elementwise primitive: what it computes and one example."""
+    details = f"\n{details}\n" if details else ""
+    return f"{summary}\n{details}\nExamples\n--------\n>>> import s4tf\n>>> {example}\n{result}\n"
+
+
+_UNARY, _BINARY, _BOOL = "x", "x, y", "Returns a bool tensor; no derivative."
+_BROADCAST = "The operands broadcast as in NumPy and are brought to one dtype first."
+
 # One input.
-neg = primitive("neg", scalar=operator.neg, **_rules(lambda v, x, out: -v))
-exp = primitive("exp", scalar=math.exp, **_rules(lambda v, x, out: v * out))
-log = primitive("log", scalar=math.log, **_rules(lambda v, x, out: v / x))
-log1p = primitive("log1p", scalar=math.log1p, **_rules(lambda v, x, out: v / (x + 1)))
-expm1 = primitive("expm1", scalar=math.expm1, **_rules(lambda v, x, out: v * (out + 1)))
-sqrt = primitive("sqrt", scalar=math.sqrt, **_rules(lambda v, x, out: v / (out * 2)))
-rsqrt = primitive("rsqrt", scalar=_scalar_rsqrt, **_rules(lambda v, x, out: v * out / x * -0.5))
-sin = primitive("sin", scalar=math.sin, **_rules(lambda v, x, out: v * cos(x)))
-cos = primitive("cos", scalar=math.cos, **_rules(lambda v, x, out: -(v * sin(x))))
-tan = primitive("tan", scalar=math.tan, **_rules(lambda v, x, out: v * (out * out + 1)))
-tanh = primitive("tanh", scalar=math.tanh, **_rules(lambda v, x, out: v * (1 - out * out)))
+neg = primitive("neg", scalar=operator.neg, **_rules(lambda v, x, out: -v), signature=_UNARY,
+                doc=_doc("``-x``, elementwise.", "s4tf.ops.neg(s4tf.Tensor([1.0, -2.0])).tolist()",
+                         "[-1.0, 2.0]"))
+exp = primitive("exp", scalar=math.exp, **_rules(lambda v, x, out: v * out), signature=_UNARY,
+                doc=_doc("``e ** x``, elementwise.", "s4tf.exp(s4tf.Tensor([0.0, 1.0])).tolist()",
+                         "[1.0, 2.71828...]"))
+log = primitive("log", scalar=math.log, **_rules(lambda v, x, out: v / x), signature=_UNARY,
+                doc=_doc("The natural logarithm of ``x``, elementwise.",
+                         "s4tf.log(s4tf.Tensor([1.0, 2.0])).tolist()", "[0.0, 0.69314...]"))
+log1p = primitive("log1p", scalar=math.log1p, **_rules(lambda v, x, out: v / (x + 1)),
+                  signature=_UNARY,
+                  doc=_doc("``log(1 + x)``, elementwise, accurate for small ``x``.",
+                           "s4tf.log1p(s4tf.Tensor([0.0, 1e-5])).tolist()", "[0.0, 9.99994...e-06]"))
+expm1 = primitive("expm1", scalar=math.expm1, **_rules(lambda v, x, out: v * (out + 1)),
+                  signature=_UNARY,
+                  doc=_doc("``e ** x - 1``, elementwise, accurate for small ``x``.",
+                           "s4tf.expm1(s4tf.Tensor([0.0, 1e-5])).tolist()", "[0.0, 1.00000...e-05]"))
+sqrt = primitive("sqrt", scalar=math.sqrt, **_rules(lambda v, x, out: v / (out * 2)),
+                 signature=_UNARY,
+                 doc=_doc("``x ** 0.5``, elementwise.",
+                          "s4tf.sqrt(s4tf.Tensor([4.0, 9.0])).tolist()", "[2.0, 3.0]"))
+rsqrt = primitive("rsqrt", scalar=_scalar_rsqrt, **_rules(lambda v, x, out: v * out / x * -0.5),
+                  signature=_UNARY,
+                  doc=_doc("``x ** -0.5``, elementwise.",
+                           "s4tf.rsqrt(s4tf.Tensor([4.0, 16.0])).tolist()", "[0.5, 0.25]"))
+sin = primitive("sin", scalar=math.sin, **_rules(lambda v, x, out: v * cos(x)), signature=_UNARY,
+                doc=_doc("The sine of ``x`` (radians), elementwise.",
+                         "s4tf.sin(s4tf.Tensor([0.0, 1.0])).tolist()", "[0.0, 0.84147...]"))
+cos = primitive("cos", scalar=math.cos, **_rules(lambda v, x, out: -(v * sin(x))),
+                signature=_UNARY,
+                doc=_doc("The cosine of ``x`` (radians), elementwise.",
+                         "s4tf.cos(s4tf.Tensor([0.0, 1.0])).tolist()", "[1.0, 0.54030...]"))
+tan = primitive("tan", scalar=math.tan, **_rules(lambda v, x, out: v * (out * out + 1)),
+                signature=_UNARY,
+                doc=_doc("The tangent of ``x`` (radians), elementwise.",
+                         "s4tf.tan(s4tf.Tensor([0.0, 1.0])).tolist()", "[0.0, 1.55740...]"))
+tanh = primitive("tanh", scalar=math.tanh, **_rules(lambda v, x, out: v * (1 - out * out)),
+                 signature=_UNARY,
+                 doc=_doc("The hyperbolic tangent of ``x``, elementwise.",
+                          "s4tf.tanh(s4tf.Tensor([0.0, 1.0])).tolist()", "[0.0, 0.76159...]"))
 sigmoid = primitive("sigmoid", scalar=_sigmoid_scalar,
-                    **_rules(lambda v, x, out: v * out * (1 - out)))
+                    **_rules(lambda v, x, out: v * out * (1 - out)), signature=_UNARY,
+                    doc=_doc("The logistic sigmoid ``1 / (1 + e ** -x)``, elementwise.",
+                             "s4tf.sigmoid(s4tf.Tensor([0.0, 2.0])).tolist()", "[0.5, 0.88079...]"))
 # S4TF's convention: the derivative of abs at 0 is 0 (sign(0) == 0).
-abs = primitive("abs", scalar=operator.abs, **_rules(lambda v, x, out: v * sign(x)))
+abs = primitive("abs", scalar=operator.abs, **_rules(lambda v, x, out: v * sign(x)),
+                signature=_UNARY,
+                doc=_doc("``|x|``, elementwise; its derivative at 0 is 0, as in S4TF.",
+                         "s4tf.abs(s4tf.Tensor([-2.0, 0.0, 3.0])).tolist()", "[2.0, 0.0, 3.0]"))
 pow_scalar = primitive(
     "pow_scalar",
     scalar=lambda x, exponent: x ** exponent,
     **_rules(lambda v, x, out, exponent: v * pow_scalar(x, exponent=exponent - 1) * exponent),
+    signature="x, *, exponent",
+    doc=_doc("``x ** exponent`` for a constant Python number ``exponent`` (what ``x ** 2`` calls).",
+             "s4tf.ops.pow_scalar(s4tf.Tensor([2.0, 3.0]), exponent=2.0).tolist()", "[4.0, 9.0]"),
 )
 cast = primitive(
     "cast",
     vjp=(lambda g, x, out, dtype: cast(g, dtype=x.dtype) if x.dtype.is_floating else None,),
     jvp=(lambda t, x, out, dtype: cast(t, dtype=dtype),),
+    signature="x, *, dtype",
+    doc=_doc("``x`` converted to ``dtype`` (what ``x.astype(dtype)`` calls).",
+             "s4tf.cast(s4tf.Tensor([1.7, -1.7]), dtype=s4tf.int32).tolist()", "[1, -1]",
+             "Differentiable between floating dtypes (the cotangent is cast back); a\n"
+             "cast from or to an integer or bool dtype has no derivative."),
 )
 
 # Piecewise constant: derivative zero everywhere it exists, so no rules.
-sign = primitive("sign", scalar=_sign)
-floor = primitive("floor", scalar=lambda x: float(math.floor(x)))
-ceil = primitive("ceil", scalar=lambda x: float(math.ceil(x)))
-round = primitive("round", scalar=lambda x: float(x.__round__()))
-logical_not = primitive("logical_not", scalar=operator.not_)
+sign = primitive("sign", scalar=_sign, signature=_UNARY,
+                 doc=_doc("-1, 0 or 1 as ``x`` is negative, zero or positive; no derivative.",
+                          "s4tf.sign(s4tf.Tensor([-2.0, 0.0, 3.0])).tolist()", "[-1.0, 0.0, 1.0]"))
+floor = primitive("floor", scalar=lambda x: float(math.floor(x)), signature=_UNARY,
+                  doc=_doc("``x`` rounded down, elementwise; no derivative.",
+                           "s4tf.floor(s4tf.Tensor([-1.5, 1.5])).tolist()", "[-2.0, 1.0]"))
+ceil = primitive("ceil", scalar=lambda x: float(math.ceil(x)), signature=_UNARY,
+                 doc=_doc("``x`` rounded up, elementwise; no derivative.",
+                          "s4tf.ceil(s4tf.Tensor([-1.5, 1.5])).tolist()", "[-1.0, 2.0]"))
+round = primitive("round", scalar=lambda x: float(x.__round__()), signature=_UNARY,
+                  doc=_doc("``x`` rounded to the nearest integer, halves to even; no derivative.",
+                           "s4tf.round(s4tf.Tensor([0.5, 1.5, 2.7])).tolist()", "[0.0, 2.0, 3.0]"))
+logical_not = primitive("logical_not", scalar=operator.not_, signature=_UNARY,
+                        doc=_doc("``not x`` of a bool tensor, elementwise (``~x``).",
+                                 "s4tf.logical_not(s4tf.Tensor([True, False])).tolist()",
+                                 "[False, True]"))
 
 # Two inputs.
 add = primitive("add", scalar=operator.add, promote=True,
                 **_rules(lambda v, x, y, out: v,
-                         lambda v, x, y, out: v))
+                         lambda v, x, y, out: v),
+                signature=_BINARY,
+                doc=_doc("``x + y`` (what ``+`` calls).",
+                         "s4tf.ops.add(s4tf.Tensor([1.0, 2.0]), 3.0).tolist()", "[4.0, 5.0]",
+                         _BROADCAST))
 sub = primitive("sub", scalar=operator.sub, promote=True,
                 **_rules(lambda v, x, y, out: v,
-                         lambda v, x, y, out: -v))
+                         lambda v, x, y, out: -v),
+                signature=_BINARY,
+                doc=_doc("``x - y`` (what ``-`` calls).",
+                         "s4tf.ops.sub(s4tf.Tensor([1.0, 2.0]), 3.0).tolist()", "[-2.0, -1.0]",
+                         _BROADCAST))
 mul = primitive("mul", scalar=operator.mul, promote=True,
                 **_rules(lambda v, x, y, out: v * y,
-                         lambda v, x, y, out: x * v))
+                         lambda v, x, y, out: x * v),
+                signature=_BINARY,
+                doc=_doc("``x * y`` (what ``*`` calls).",
+                         "s4tf.ops.mul(s4tf.Tensor([1.0, 2.0]), 3.0).tolist()", "[3.0, 6.0]",
+                         _BROADCAST))
 div = primitive("div", scalar=operator.truediv, promote=True,
                 **_rules(lambda v, x, y, out: v / y,
-                         lambda v, x, y, out: -(v * out) / y))
+                         lambda v, x, y, out: -(v * out) / y),
+                signature=_BINARY,
+                doc=_doc("``x / y`` (what ``/`` calls); int tensors give float32.",
+                         "s4tf.ops.div(s4tf.Tensor([1, 3]), 2).tolist()", "[0.5, 1.5]",
+                         _BROADCAST))
 
 
 def _log_base(x):
@@ -107,24 +185,66 @@ def _log_base(x):
 
 pow = primitive("pow", scalar=operator.pow, promote=True,
                 **_rules(lambda v, x, y, out: v * y * pow(x, y - 1),
-                         lambda v, x, y, out: v * out * _log_base(x)))
+                         lambda v, x, y, out: v * out * _log_base(x)),
+                signature=_BINARY,
+                doc=_doc("``x ** y`` of two tensors (:func:`power` keeps a Python exponent static).",
+                         "s4tf.ops.elementwise.pow(s4tf.Tensor([2.0, 3.0]), s4tf.Tensor([3.0, 2.0])).tolist()",
+                         "[8.0, 9.0]", _BROADCAST))
 # S4TF's convention: on a tie the whole derivative goes to the first argument.
 maximum = primitive("maximum", scalar=lambda x, y: x if x >= y else y, promote=True,
                     **_rules(lambda v, x, y, out: where(greater_equal(x, y), v, 0.0),
-                             lambda v, x, y, out: where(greater_equal(x, y), 0.0, v)))
+                             lambda v, x, y, out: where(greater_equal(x, y), 0.0, v)),
+                    signature=_BINARY,
+                    doc=_doc("The larger of ``x`` and ``y``, elementwise.",
+                             "s4tf.maximum(s4tf.Tensor([1.0, 5.0]), 3.0).tolist()", "[3.0, 5.0]",
+                             f"{_BROADCAST} On a tie the whole derivative goes to ``x``, as in S4TF."))
 minimum = primitive("minimum", scalar=lambda x, y: x if x <= y else y, promote=True,
                     **_rules(lambda v, x, y, out: where(less_equal(x, y), v, 0.0),
-                             lambda v, x, y, out: where(less_equal(x, y), 0.0, v)))
-floor_div = primitive("floor_div", scalar=operator.floordiv, promote=True)
-mod = primitive("mod", scalar=operator.mod, promote=True)
-equal = primitive("equal", scalar=operator.eq, promote=True)
-not_equal = primitive("not_equal", scalar=operator.ne, promote=True)
-less = primitive("less", scalar=operator.lt, promote=True)
-less_equal = primitive("less_equal", scalar=operator.le, promote=True)
-greater = primitive("greater", scalar=operator.gt, promote=True)
-greater_equal = primitive("greater_equal", scalar=operator.ge, promote=True)
-logical_and = primitive("logical_and", scalar=lambda x, y: bool(x and y))
-logical_or = primitive("logical_or", scalar=lambda x, y: bool(x or y))
+                             lambda v, x, y, out: where(less_equal(x, y), 0.0, v)),
+                    signature=_BINARY,
+                    doc=_doc("The smaller of ``x`` and ``y``, elementwise.",
+                             "s4tf.minimum(s4tf.Tensor([1.0, 5.0]), 3.0).tolist()", "[1.0, 3.0]",
+                             f"{_BROADCAST} On a tie the whole derivative goes to ``x``, as in S4TF."))
+floor_div = primitive("floor_div", scalar=operator.floordiv, promote=True, signature=_BINARY,
+                      doc=_doc("``x // y`` (what ``//`` calls); no derivative.",
+                               "s4tf.ops.floor_div(s4tf.Tensor([7, -7]), 2).tolist()", "[3, -4]",
+                               _BROADCAST))
+mod = primitive("mod", scalar=operator.mod, promote=True, signature=_BINARY,
+                doc=_doc("``x % y`` (what ``%`` calls), with the sign of ``y`` as in Python; "
+                         "no derivative.",
+                         "s4tf.ops.mod(s4tf.Tensor([7, -7]), 3).tolist()", "[1, 2]", _BROADCAST))
+equal = primitive("equal", scalar=operator.eq, promote=True, signature=_BINARY,
+                  doc=_doc("``x == y``, elementwise (what ``==`` calls).",
+                           "s4tf.ops.equal(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()", "[False, True]",
+                           f"{_BROADCAST} {_BOOL}"))
+not_equal = primitive("not_equal", scalar=operator.ne, promote=True, signature=_BINARY,
+                      doc=_doc("``x != y``, elementwise (what ``!=`` calls).",
+                               "s4tf.ops.not_equal(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()",
+                               "[True, False]", f"{_BROADCAST} {_BOOL}"))
+less = primitive("less", scalar=operator.lt, promote=True, signature=_BINARY,
+                 doc=_doc("``x < y``, elementwise (what ``<`` calls).",
+                          "s4tf.ops.less(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()", "[True, False]",
+                          f"{_BROADCAST} {_BOOL}"))
+less_equal = primitive("less_equal", scalar=operator.le, promote=True, signature=_BINARY,
+                       doc=_doc("``x <= y``, elementwise (what ``<=`` calls).",
+                                "s4tf.ops.less_equal(s4tf.Tensor([1.0, 3.0]), 2.0).tolist()",
+                                "[True, False]", f"{_BROADCAST} {_BOOL}"))
+greater = primitive("greater", scalar=operator.gt, promote=True, signature=_BINARY,
+                    doc=_doc("``x > y``, elementwise (what ``>`` calls).",
+                             "s4tf.ops.greater(s4tf.Tensor([1.0, 3.0]), 2.0).tolist()",
+                             "[False, True]", f"{_BROADCAST} {_BOOL}"))
+greater_equal = primitive("greater_equal", scalar=operator.ge, promote=True, signature=_BINARY,
+                          doc=_doc("``x >= y``, elementwise (what ``>=`` calls).",
+                                   "s4tf.ops.greater_equal(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()",
+                                   "[False, True]", f"{_BROADCAST} {_BOOL}"))
+logical_and = primitive("logical_and", scalar=lambda x, y: bool(x and y), signature=_BINARY,
+                        doc=_doc("``x and y`` of bool tensors, elementwise (``x & y``).",
+                                 "s4tf.logical_and(s4tf.Tensor([True, True]), "
+                                 "s4tf.Tensor([True, False])).tolist()", "[True, False]"))
+logical_or = primitive("logical_or", scalar=lambda x, y: bool(x or y), signature=_BINARY,
+                       doc=_doc("``x or y`` of bool tensors, elementwise (``x | y``).",
+                                "s4tf.logical_or(s4tf.Tensor([False, True]), "
+                                "s4tf.Tensor([False, False])).tolist()", "[False, True]"))
 
 
 def _where_scalar(condition, x, y):
@@ -138,6 +258,12 @@ where = primitive(
     **_rules(None,
              lambda v, c, x, y, out: where(c, v, 0.0),
              lambda v, c, x, y, out: where(c, 0.0, v)),
+    signature="condition, x, y",
+    doc=_doc("``x`` where the bool tensor ``condition`` is true, else ``y``, elementwise.",
+             "s4tf.where(s4tf.Tensor([True, False]), s4tf.Tensor([1.0, 2.0]), 0.0).tolist()",
+             "[1.0, 0.0]",
+             "The three broadcast together; ``x`` and ``y`` are brought to one dtype.\n"
+             "Differentiable in ``x`` and ``y`` (not in ``condition``)."),
 )
 
 # ReLU as one primitive: the composite where(x > 0, x, 0.0) recorded two ops (the
@@ -149,9 +275,16 @@ relu_grad = primitive(
     "relu_grad",
     scalar=lambda v, x: v if x > 0 else 0.0,
     **_rules(lambda v, g, x, out: relu_grad(v, x), None),
+    signature="v, x",
+    doc=_doc("``v`` where ``x > 0``, else 0: the cotangent of :func:`relu`.",
+             "s4tf.ops.elementwise.relu_grad(s4tf.Tensor([5.0, 5.0]), s4tf.Tensor([-1.0, 1.0])).tolist()",
+             "[0.0, 5.0]"),
 )
 relu = primitive("relu", scalar=lambda x: x if x > 0 else 0.0,
-                 **_rules(lambda v, x, out: relu_grad(v, x)))
+                 **_rules(lambda v, x, out: relu_grad(v, x)), signature=_UNARY,
+                 doc=_doc("``max(x, 0)``, elementwise; its derivative at 0 is 0, as in S4TF.",
+                          "s4tf.ops.relu(s4tf.Tensor([-1.0, 2.0])).tolist()", "[0.0, 2.0]",
+                          "NaN and -0.0 give +0.0; int and bool tensors give float32."))
 
 
 # Composites: plain functions of the primitives above.
@@ -187,10 +320,19 @@ def square(x):
 def clip(x, lo, hi):
     """``x`` limited to ``[lo, hi]``.
 
+    Bounds given as Python numbers must be in order: ``lo > hi`` raises a
+    ``ValueError`` (tensor bounds are not read, so they are not checked).
+
     Examples
     --------
     >>> import s4tf
     >>> s4tf.Tensor([-2.0, 0.5, 3.0]).clip(0.0, 1.0).tolist()
     [0.0, 0.5, 1.0]
     """
+    if (isinstance(lo, numbers.Real) and isinstance(hi, numbers.Real)
+            and not isinstance(lo, Tensor) and not isinstance(hi, Tensor) and lo > hi):
+        raise ValueError(
+            f"clip: the lower bound lo={lo!r} is greater than the upper bound hi={hi!r}, so "
+            f"every value would become hi. Pass the bounds in order: clip(x, {hi!r}, {lo!r})."
+        )
     return minimum(maximum(x, lo), hi)

@@ -157,6 +157,27 @@ index_add = primitive(
          lambda g, x, u, out, key: getitem_(g, key=key)),
     jvp=(lambda t, x, u, out, key: t,
          lambda t, x, u, out, key: IndexAdd(key, t)),
+    signature="x, updates, *, key",
+    doc="""``x`` with ``updates`` added at the static index ``key``, as a new tensor.
+
+    The functional form of ``x[key] += updates`` (what the derivative of
+    ``x[key]`` is made of); ``x`` is not changed.
+
+    Parameters
+    ----------
+    x : Tensor
+    updates : Tensor
+        Shaped as ``x[key]`` (or broadcastable to it).
+    key : tuple
+        Ints, slices, None and ``...``, as in ``x[key]``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops import index_add
+    >>> index_add(s4tf.zeros([3]), s4tf.Tensor([5.0]), key=(slice(1, 2),)).tolist()
+    [0.0, 5.0, 0.0]
+    """,
 )
 gather_ = primitive(
     "gather",
@@ -169,6 +190,29 @@ scatter_add = primitive(
          lambda g, x, i, u, out, axis: gather_(g, i, axis=axis)),
     jvp=(lambda t, x, i, u, out, axis: t, None,
          lambda t, x, i, u, out, axis: IndexAdd(i, t, axis)),
+    signature="x, indices, updates, *, axis",
+    doc="""``x`` with each slice of ``updates`` added at its index along ``axis``, as a new tensor.
+
+    Repeated indices add up (the transpose of :func:`gather`, and what its
+    derivative is made of); ``x`` is not changed.
+
+    Parameters
+    ----------
+    x : Tensor
+    indices : Tensor
+        Integer indices into ``x``'s axis ``axis``.
+    updates : Tensor
+        Shaped as ``gather(x, indices, axis)``.
+    axis : int
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops import scatter_add
+    >>> scatter_add(s4tf.zeros([3]), s4tf.Tensor([0, 0, 2]), s4tf.Tensor([1.0, 2.0, 3.0]),
+    ...             axis=0).tolist()
+    [3.0, 0.0, 3.0]
+    """,
 )
 
 
@@ -257,7 +301,8 @@ def one_hot(indices, depth: int, dtype=None):
     :class:`IndexRangeError` (an ``IndexError`` and a ``ValueError``) naming it;
     on the lazy xla backend, which cannot read indices without running the
     graph, its row is NaN (floating dtypes), or raises like the eager backends
-    with ``S4TF_CHECKS=1``.
+    with ``S4TF_CHECKS=1``. Non-integer indices raise a ``TypeError`` (cast them
+    with ``.astype(s4tf.int32)``).
 
     Examples
     --------
@@ -267,6 +312,13 @@ def one_hot(indices, depth: int, dtype=None):
     """
     return encode_one_hot(indices, depth, dtype, low=-1, owner="one_hot",
                           hint="(-1 gives an all-zero row.)")
+
+
+def _not_integer(owner, what, got, fix) -> TypeError:
+    return TypeError(
+        f"{owner}: {what} must be integers, got {got} (a non-integer index matches no "
+        f"class, so its row would be all zeros). Cast them first: {fix}."
+    )
 
 
 def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: str = "indices",
@@ -282,7 +334,14 @@ def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: st
 
     depth = size(depth, "depth", owner, 0)
     if not isinstance(indices, Tensor):
-        indices = Tensor(np.asarray(indices, dtype=np.int32))
+        array = np.asarray(indices)
+        # A float index matches no class (or truncates): refused, not turned into zero rows.
+        if array.size and array.dtype.kind not in "iu":
+            raise _not_integer(owner, what, f"a list of {array.dtype}",
+                               "s4tf.Tensor(indices).astype(s4tf.int32)")
+        indices = Tensor(array.astype(np.int32))
+    elif not indices.dtype.is_integer:
+        raise _not_integer(owner, what, f"a {indices.dtype.name} tensor", "indices.astype(s4tf.int32)")
     check_indices(indices, low, depth, owner, what, hint)
     dtype = dtypes.as_dtype(dtype or dtypes.float32)
     # The classes live where the indices do.

@@ -23,12 +23,20 @@ zeros, which the engines accumulate in place.
 Calling a primitive finds the highest-level tracer among the arguments. With
 none, it runs the backend's kernel of the same name (the fast path: one type
 check per argument); otherwise that tracer's trace handles it.
+
+A primitive is documented like a function: ``primitive(..., signature=, doc=)``
+gives it a signature and a NumPy-style docstring, which ``help``,
+``inspect.signature``, doctest and the documentation site read as they read a
+function's.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
 import numbers
+import sys
 
 import numpy as np
 
@@ -107,12 +115,31 @@ class Primitive:
         Whether the positional arguments are brought to one dtype first
         (elementwise arithmetic, matmul, concat); an int ``k`` promotes only the
         arguments from position ``k`` on (``where``'s condition stays bool).
+    signature : str, optional
+        The parameters as a ``def`` would write them, ``"x, *, dtype"``: the
+        arrays positional, the static parameters keyword-only.
+    doc : str, optional
+        The op's docstring (NumPy style, with an example).
+    module : str, optional
+        The module that defines the primitive (where ``help`` and the
+        documentation site say it lives).
     """
 
-    __slots__ = ("name", "vjp", "jvp", "scalar", "promote", "describe", "_same_dtype_from")
+    # __dict__ holds what documents the op (__doc__, __signature__, __name__, ...),
+    # read only by introspection; the slots are what calls read.
+    __slots__ = ("name", "vjp", "jvp", "scalar", "promote", "describe", "_same_dtype_from",
+                 "__dict__")
 
-    def __init__(self, name, *, vjp=None, jvp=None, scalar=None, promote=False, describe=None):
+    def __init__(self, name, *, vjp=None, jvp=None, scalar=None, promote=False, describe=None,
+                 signature=None, doc=None, module=None):
         self.name = name
+        self.__name__ = self.__qualname__ = name
+        if doc is not None:
+            self.__doc__ = doc
+        if signature is not None:
+            self.__signature__ = _parse_signature(name, signature)
+        if module is not None:
+            self.__module__ = module
         self.vjp = _rule_table(name, "vjp", vjp)
         self.jvp = _rule_table(name, "jvp", jvp)
         self.scalar = scalar
@@ -124,6 +151,12 @@ class Primitive:
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
+
+    def __get__(self, instance, owner=None):
+        # Stored on a class, a primitive stays unbound, as it was without __get__
+        # (staticmethod's behaviour). Defining it makes a primitive a method
+        # descriptor, which is how pydoc, doctest and griffe recognise a routine.
+        return self
 
     def __call__(self, *args, **params):
         if len(args) == 1:
@@ -253,17 +286,51 @@ class Primitive:
 def primitive(name, **rules) -> Primitive:
     """Define a primitive; see :class:`Primitive` and the module docstring for its rules.
 
+    The primitive belongs to the module that calls this (as a ``def`` would).
+
     Examples
     --------
+    >>> import inspect
     >>> import s4tf
     >>> from s4tf.ops.primitive import primitive
     >>> twice = primitive("add", promote=True,  # the add kernel, with rules of its own
     ...                   vjp=(lambda g, x, y, out: g, lambda g, x, y, out: g),
-    ...                   jvp=(lambda t, x, y, out: t, lambda t, x, y, out: t))
+    ...                   jvp=(lambda t, x, y, out: t, lambda t, x, y, out: t),
+    ...                   signature="x, y", doc="``x + y``, differentiated by its own rules.")
     >>> s4tf.gradient(3.0, of=lambda x: twice(x, x))
     2.0
+    >>> inspect.signature(twice), twice.__doc__
+    (<Signature (x, y)>, '``x + y``, differentiated by its own rules.')
     """
+    rules.setdefault("module", sys._getframe(1).f_globals.get("__name__"))
     return Primitive(name, **rules)
+
+
+def _parse_signature(name, parameters: str) -> inspect.Signature:
+    """``"x, *, axis=None"`` as an :class:`inspect.Signature` (defaults are literals)."""
+    try:
+        arguments = ast.parse(f"def {name}({parameters}): pass").body[0].args
+        problem = "**" if arguments.kwarg else "/" if arguments.posonlyargs else None
+    except SyntaxError as error:
+        problem = error.msg
+    if problem is not None:
+        # A primitive passes every keyword to its kernel, and takes arrays by position.
+        raise ValueError(
+            f"primitive {name!r}: signature={parameters!r} is not a parameter list of "
+            f"arrays then keyword-only parameters as a def writes it, e.g. 'x, *, dtype' "
+            f"(found: {problem})."
+        )
+    kind = inspect.Parameter
+    # A def's defaults belong to its last positional parameters.
+    defaults = [kind.empty] * (len(arguments.args) - len(arguments.defaults))
+    defaults += [ast.literal_eval(d) for d in arguments.defaults]
+    positional = [kind(a.arg, kind.POSITIONAL_OR_KEYWORD, default=d)
+                  for a, d in zip(arguments.args, defaults, strict=True)]
+    keywords = [kind(a.arg, kind.KEYWORD_ONLY,
+                     default=kind.empty if d is None else ast.literal_eval(d))
+                for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)]
+    variadic = [kind(arguments.vararg.arg, kind.VAR_POSITIONAL)] if arguments.vararg else []
+    return inspect.Signature([*positional, *variadic, *keywords])
 
 
 def _shape(value):

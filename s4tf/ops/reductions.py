@@ -49,8 +49,34 @@ def _extremum_jvp(t, x, out, axis, keepdims):
     return reduce_sum(mul(t, weights), axis=axis, keepdims=keepdims)
 
 
-reduce_max = primitive("reduce_max", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,))
-reduce_min = primitive("reduce_min", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,))
+_EXTREMUM_DOC = """The {which} of ``x`` over the axes ``axis`` (what ``x.{method}()`` calls).
+
+    Ties share the derivative equally.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : tuple of int
+        Non-negative and sorted (``x.{method}(axis=...)`` normalises any axis
+        argument to this).
+    keepdims : bool
+        Whether the reduced axes stay, as size 1.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops import reduce_{method}
+    >>> reduce_{method}(s4tf.Tensor([[1.0, 2.0], [3.0, 4.0]]), axis=(1,), keepdims=True).tolist()
+    {result}
+    """
+reduce_max = primitive("reduce_max", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,),
+                       signature="x, *, axis, keepdims",
+                       doc=_EXTREMUM_DOC.format(which="maximum", method="max",
+                                                result="[[2.0], [4.0]]"))
+reduce_min = primitive("reduce_min", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,),
+                       signature="x, *, axis, keepdims",
+                       doc=_EXTREMUM_DOC.format(which="minimum", method="min",
+                                                result="[[1.0], [3.0]]"))
 _argmax = primitive("argmax")
 _argmin = primitive("argmin")
 

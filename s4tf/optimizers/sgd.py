@@ -46,7 +46,7 @@ class SGD(Optimizer):
     @property
     def state_names(self) -> tuple[str, ...]:
         # Without momentum the velocity is just -lr * grad: keeping it would hold a
-        # second model-sized buffer for nothing (DESIGN: never two copies).
+        # second model-sized buffer for nothing (an update holds one copy of the model, never two).
         return ("velocity",) if self.momentum else ()
 
     @elementwise

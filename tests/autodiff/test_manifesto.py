@@ -12,7 +12,7 @@ import pytest
 import s4tf
 from s4tf.testing import assert_allclose
 
-# Every backend runs the same op suite (DESIGN 3); see tests/conftest.py.
+# Every backend runs the same op suite; see tests/conftest.py.
 pytestmark = pytest.mark.usefixtures("backend")
 
 _EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "perceptron.py"

@@ -1,4 +1,4 @@
-"""The differential operators of DESIGN 1.4, control flow, and higher-order derivatives."""
+"""The differential operators (docs/api/autodiff.md), control flow, and higher-order derivatives."""
 
 import dataclasses
 
@@ -8,7 +8,7 @@ import pytest
 import s4tf
 from s4tf.testing import assert_allclose
 
-# Every backend runs the same op suite (DESIGN 3); see tests/conftest.py.
+# Every backend runs the same op suite; see tests/conftest.py.
 pytestmark = pytest.mark.usefixtures("backend")
 
 F1 = lambda x: x * x * 2.0

@@ -242,7 +242,7 @@ def test_random_aliasing_never_changes_an_observed_value(kinds, cls, steps, seed
         np.testing.assert_array_equal(a, b)
 
 
-# Call shapes (DESIGN 1.6): a model held by a list, a dict or an attribute stays valid and
+# Call shapes (HOW_IT_WORKS.md): a model held by a list, a dict or an attribute stays valid and
 # unchanged unless the result is stored back into that very place; a plain name is consumed.
 
 

@@ -1,4 +1,4 @@
-"""Aliasing suite for ``moved(along=)``: the same rule as ``opt.update`` (DESIGN 1.6).
+"""Aliasing suite for ``moved(along=)``: the same rule as ``opt.update`` (HOW_IT_WORKS.md).
 
 Every call is written inline, in the call shape a user writes: a helper that
 made the call for the test would itself be a second holder of the model.

@@ -1,4 +1,4 @@
-"""Differentiable values (DESIGN 1.3): the Manifesto's Point and PointPair, tangent vectors."""
+"""Differentiable values: the Manifesto's Point and PointPair, tangent vectors."""
 
 import dataclasses
 

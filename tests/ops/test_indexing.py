@@ -65,6 +65,19 @@ def test_one_hot_keeps_minus_one_as_a_zero_row_and_rejects_other_indices(backend
         assert out[0].tolist() == [1.0, 0.0, 0.0] and np.isnan(out[1]).all()
 
 
+@pytest.mark.parametrize("indices", [[0.0, 2.0], [0.5, 2.0], [True, False]])
+def test_one_hot_of_non_integer_indices_says_to_cast_them(backend, indices):
+    # A float index matches no class: the row would silently be zeros (or, for
+    # 0.0 and 2.0, a float tensor would pass for indices). Refused on every backend.
+    tensor = s4tf.Tensor(indices)
+    with pytest.raises(TypeError, match=rf"one_hot: indices must be integers, got a "
+                                        rf"{tensor.dtype.name} tensor.*astype\(s4tf.int32\)"):
+        s4tf.one_hot(tensor, 3)
+    with pytest.raises(TypeError, match=r"one_hot: indices must be integers, got a list"):
+        s4tf.one_hot(indices, 3)
+    assert s4tf.one_hot(tensor.astype(s4tf.int32), 3).shape == (2, 3)
+
+
 def test_checked_mode_validates_on_the_lazy_backend(monkeypatch):
     pytest.importorskip("jax")
     monkeypatch.setenv("S4TF_CHECKS", "1")

@@ -7,7 +7,7 @@ import s4tf
 from s4tf.ops import index_add, scatter_add
 from s4tf.testing import check_gradients
 
-# Every backend runs the same op suite (DESIGN 3); see tests/conftest.py.
+# Every backend runs the same op suite; see tests/conftest.py.
 pytestmark = pytest.mark.usefixtures("backend")
 
 _rng = np.random.default_rng(1234)
@@ -44,6 +44,10 @@ CASES = {
     "sigmoid": (s4tf.sigmoid, [T(3)]),
     "abs": (s4tf.abs, [_spread(2, 3)]),
     "square": (s4tf.square, [T(3)]),
+    "relu": (s4tf.ops.relu, [_spread(2, 3)]),
+    # float64 to float64, so the check stays exact (test_cast_between_floats_is_differentiable
+    # goes through float32).
+    "cast": (lambda x: s4tf.cast(x, dtype=s4tf.float64) * x, [T(3)]),
     "pow_int_exponent": (lambda x: x ** 3, [T(3)]),
     "pow_fractional_exponent": (lambda x: x ** 2.5, [P(3)]),
     # Elementwise, two inputs, with broadcasting.

@@ -6,7 +6,7 @@ import pytest
 import s4tf
 from s4tf.testing import assert_allclose
 
-# Every backend runs the same op suite (DESIGN 3); see tests/conftest.py.
+# Every backend runs the same op suite; see tests/conftest.py.
 pytestmark = pytest.mark.usefixtures("backend")
 
 rng = np.random.default_rng(7)
@@ -138,3 +138,15 @@ def test_pow_derivative_at_zero_base_is_finite():
                            of=lambda x, y: (x ** y).sum())
     assert gx.tolist() == [0.0, 12.0]
     assert_allclose(gy, [0.0, 8 * np.log(2.0)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("lo, hi", [(3.0, 1.0), (3, 1), (0.5, -0.5)])
+def test_clip_with_bounds_out_of_order_names_both(lo, hi):
+    x = s4tf.Tensor([0.0, 5.0])
+    with pytest.raises(ValueError, match=rf"clip: the lower bound lo={lo!r} is greater than "
+                                         rf"the upper bound hi={hi!r}.*clip\(x, {hi!r}, {lo!r}\)"):
+        s4tf.clip(x, lo, hi)
+    with pytest.raises(ValueError, match="clip: the lower bound"):
+        x.clip(lo, hi)
+    assert s4tf.clip(x, hi, lo).tolist() == [max(hi, 0.0), lo]
+    assert s4tf.clip(x, lo, lo).tolist() == [lo, lo]  # equal bounds are in order

@@ -1,6 +1,8 @@
 """Primitive dispatch (s4tf/ops/primitive.py): JAX-style promotion of mixed operands and
 the single-argument and tracer fast paths."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -89,3 +91,30 @@ def test_python_numbers_in_the_general_path_take_the_result_dtype():
     plain = primitive("add", promote=True)
     out = plain(1.5, 2.0)
     assert isinstance(out, s4tf.Tensor) and out.dtype == s4tf.float32 and out.item() == 3.5
+
+
+def test_a_primitive_is_documented_where_it_is_defined_and_stays_unbound_on_a_class():
+    import inspect
+
+    from s4tf.ops.primitive import primitive
+
+    scaled = primitive("pow_scalar", signature="x, *, exponent=2.0", doc="``x ** exponent``.")
+    assert (scaled.__name__, scaled.__module__, scaled.__doc__) == (
+        "pow_scalar", __name__, "``x ** exponent``.")
+    assert str(inspect.signature(scaled)) == "(x, *, exponent=2.0)"
+    assert inspect.isroutine(scaled)  # what pydoc, doctest and griffe ask
+
+    class Holder:
+        op = s4tf.exp
+
+    assert Holder().op is s4tf.exp and Holder.op(s4tf.Tensor([0.0])).tolist() == [1.0]
+
+
+@pytest.mark.parametrize("signature, found", [("x, **params", r"\*\*"), ("x, /, y", "/"),
+                                              ("x y", "invalid syntax")])
+def test_a_signature_a_primitive_cannot_take_is_refused_at_definition(signature, found):
+    from s4tf.ops.primitive import primitive
+
+    with pytest.raises(ValueError, match=rf"primitive 'exp': signature={re.escape(repr(signature))} "
+                                         rf"is not a parameter list .*found: {found}"):
+        primitive("exp", signature=signature)

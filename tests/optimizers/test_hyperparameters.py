@@ -9,7 +9,7 @@ import s4tf
 from s4tf import optimizers
 from s4tf.optimizers.hyperparameters import flag, hyperparameter, non_negative, unit_interval
 
-# DESIGN 1.6: S4TF's names and defaults, in S4TF's order.
+# S4TF's names and defaults, in S4TF's order (docs/api/optimizers.md).
 SIGNATURES = {
     "SGD": "(model, learning_rate: 'float' = 0.01, momentum: 'float' = 0.0, "
            "nesterov: 'bool' = False, decay: 'float' = 0.0) -> 'None'",
