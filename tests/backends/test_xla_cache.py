@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -224,6 +226,165 @@ def test_the_persistent_cache_is_on_by_default_under_the_users_cache(tmp_path, m
     done = _step_in_a_new_process(None)
     default = tmp_path / ".cache" / "s4tf" / "xla"
     assert done["jax_cache_dir"] == str(default) and any(default.iterdir()), done
+
+
+# Small programs in a fresh process, each observed at once (one XLA program each),
+# reporting their values, the cache entries each one added, and every warning.
+_PROGRAMS_SCRIPT = """
+import json, os, sys, warnings
+import numpy as np
+import s4tf
+s4tf.set_backend("xla")
+caught = []
+warnings.simplefilter("always")
+warnings.showwarning = lambda message, category, filename, *rest: caught.append(
+    {"category": category.__name__, "message": str(message), "filename": filename})
+cache = os.environ["S4TF_CACHE_DIR"]
+x = s4tf.Tensor(np.linspace(0.1, 0.4, 4), dtype=s4tf.float32)
+programs = {"exp": lambda: [s4tf.exp(x)], "sin": lambda: [s4tf.sin(x)],
+            "pair": lambda: [x.sum(), x.reshape([2, 2]) * 3]}  # another signature
+report = {"values": {}, "entries": {}}
+for name in sys.argv[1:]:
+    before = set(os.listdir(cache))
+    report["values"][name] = [t.numpy().tolist() for t in programs[name]()]
+    report["entries"][name] = sorted(n for n in set(os.listdir(cache)) - before
+                                     if not n.startswith("."))
+metrics = s4tf.xla.metrics()
+report.update(compiles=metrics["compiles"], hits=metrics["persistent_cache_hits"],
+              warnings=caught)
+print(json.dumps(report))
+"""
+_X = np.linspace(0.1, 0.4, 4).astype(np.float32)
+_EXPECTED = {"exp": [np.exp(_X)], "sin": [np.sin(_X)], "pair": [_X.sum(), _X.reshape(2, 2) * 3]}
+
+
+def _programs_in_a_new_process(cache, *names, timeout=120) -> dict:
+    """Run _PROGRAMS_SCRIPT's ``names`` on the cache ``cache``; fail (not hang) past ``timeout``."""
+    env = {**os.environ, "S4TF_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROGRAMS_SCRIPT, *names], capture_output=True,
+                              text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a process running {names} on the cache {cache} hung: killed after {timeout} s")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    for name in names:  # whatever the cache held, the numbers are the program's own
+        for got, want in zip(report["values"][name], _EXPECTED[name], strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} on {cache}")
+    return report
+
+
+def _filled(cache, *names) -> dict:
+    """Fill ``cache`` with the entries of ``names``: {name: its entry's path}."""
+    report = _programs_in_a_new_process(cache, *names)
+    assert report["compiles"] == len(names) and report["warnings"] == [], report
+    assert all(len(report["entries"][n]) == 1 for n in names), report["entries"]
+    return {n: cache / report["entries"][n][0] for n in names}
+
+
+def _one_warning_each(report, entries, reason: str) -> None:
+    """Exactly one CacheEntryWarning per entry in ``entries`` (naming it and ``reason``), nothing else."""
+    assert len(report["warnings"]) == len(entries), report["warnings"]
+    for warning, entry in zip(report["warnings"], entries, strict=True):
+        assert warning["category"] == "CacheEntryWarning", warning
+        assert str(entry) in warning["message"] and reason in warning["message"], warning
+        assert warning["filename"] == "<string>", warning  # the user's line, not JAX's
+
+
+@pytest.mark.parametrize("other", ["sin", "pair"])
+def test_swapped_entries_are_never_run_and_are_rewritten(tmp_path, other):
+    # Swapping exp's and sin's entries made exp return sin's numbers; swapping
+    # entries of programs with other signatures crashed in JAX (AssertionError: (1, 2)).
+    cache = tmp_path / "cache"
+    entries = _filled(cache, "exp", other)
+    a, b = entries["exp"], entries[other]
+    a.rename(tmp_path / "swap")
+    b.rename(a)
+    (tmp_path / "swap").rename(b)
+    swapped = _programs_in_a_new_process(cache, "exp", other)
+    assert (swapped["compiles"], swapped["hits"]) == (2, 0), swapped
+    _one_warning_each(swapped, [a, b], "holds the program")
+    again = _programs_in_a_new_process(cache, "exp", other)
+    assert (again["compiles"], again["hits"], again["warnings"]) == (2, 2, []), again
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
+def test_an_entry_that_is_no_regular_file_is_never_opened(tmp_path, kind):
+    # A FIFO as an entry hung the process; a link to /dev/zero read until it was killed.
+    cache = tmp_path / "cache"
+    entry = _filled(cache, "exp")["exp"]
+    entry.unlink()
+    if kind == "fifo":
+        os.mkfifo(entry)
+    else:
+        entry.symlink_to("/dev/zero")
+    report = _programs_in_a_new_process(cache, "exp", timeout=60)
+    _one_warning_each(report, [entry], "a FIFO" if kind == "fifo" else "a symbolic link")
+    assert entry.is_file() and not entry.is_symlink()  # rewritten in its place
+    again = _programs_in_a_new_process(cache, "exp")
+    assert (again["hits"], again["warnings"]) == (1, []), again
+
+
+def test_a_truncated_entry_is_rewritten_and_the_next_process_hits_without_warning(tmp_path):
+    # A full disk left truncated entries that were warned about on every later
+    # run and never rewritten.
+    cache = tmp_path / "cache"
+    entry = _filled(cache, "exp")["exp"]
+    with open(entry, "r+b") as file:
+        file.truncate(entry.stat().st_size // 2)
+    report = _programs_in_a_new_process(cache, "exp")
+    assert report["hits"] == 0, report
+    _one_warning_each(report, [entry], "truncated")
+    again = _programs_in_a_new_process(cache, "exp")
+    assert (again["hits"], again["warnings"]) == (1, []), again
+
+
+def test_a_moved_or_copied_cache_directory_still_hits(tmp_path):
+    # JAX put the absolute path of XLA's autotuning cache into every key: a moved
+    # or copied cache directory never hit.
+    first = tmp_path / "first"
+    _filled(first, "exp", "pair")
+    copied = tmp_path / "copied"
+    shutil.copytree(first, copied)
+    moved = tmp_path / "elsewhere" / "moved"
+    first.rename(tmp_path / "moving")
+    moved.parent.mkdir()
+    (tmp_path / "moving").rename(moved)
+    for cache in (copied, moved):
+        report = _programs_in_a_new_process(cache, "exp", "pair")
+        assert (report["compiles"], report["hits"], report["warnings"]) == (2, 2, []), report
+
+
+def test_concurrent_writers_of_one_entry_leave_a_whole_entry(tmp_path):
+    # Two processes compiling the same program write the same entry; a reader
+    # must see an old or a new entry whole, never a half-written one.
+    from s4tf.backends.xla.persistent_cache import EntryStore
+
+    store = EntryStore(str(tmp_path), {"jax": "j", "jaxlib": "l"})
+    payloads = [bytes([n]) * (1 << 20) * (1 + n % 3) for n in range(4)]
+    seen = []
+
+    def write(payload):
+        for _ in range(8):
+            store.put("jit_step-1", payload)
+
+    def read():
+        for _ in range(40):
+            seen.append(store.get("jit_step-1"))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=write, args=(p,)) for p in payloads]
+        threads += [threading.Thread(target=read) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [str(w.message) for w in caught] == []
+    assert all(value is None or value in payloads for value in seen)
+    assert store.get("jit_step-1") in payloads
+    assert [p.name for p in tmp_path.iterdir()] == ["jit_step-1.xla"]  # no temporary left
 
 
 def _table_sizes() -> dict:
