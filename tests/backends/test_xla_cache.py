@@ -160,6 +160,40 @@ def test_a_new_shape_compiles_and_the_same_shape_hits():
         _same_graph(s4tf.zeros([2, 3]))
         m = s4tf.xla.metrics()
         assert (m["compiles"], m["cache_hits"]) == (3, 2), m
+# One graph on one device, replicated over two and split over two (two CPU devices).
+_LAYOUTS_SCRIPT = """
+import json
+import numpy as np
+import s4tf
+from s4tf import distributed
+s4tf.set_backend("xla")
+strategy = distributed.DataParallel()
+values = np.arange(8.0).reshape(4, 2)
+x = s4tf.Tensor(values, dtype=s4tf.float32)
+layouts = [x, strategy.replicate(x), strategy.shard(x)]
+assert [len(t.devices) for t in layouts] == [1, 2, 2]
+s4tf.xla.reset_metrics()
+counts = []
+for _ in range(2):
+    for t in layouts:
+        assert (t * t + t).tolist() == (values * values + values).tolist()
+    m = s4tf.xla.metrics()
+    counts.append([m["compiles"], m["cache_hits"]])
+print(json.dumps(counts))
+"""
+
+
+def test_a_new_layout_compiles_and_the_same_layout_hits():
+    # XLA partitions a step by its inputs' layouts: a key without them would run
+    # the program of another layout (JAX would fix it underneath, uncounted).
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "PYTHONPATH": str(ROOT), "S4TF_CACHE_DIR": ""}
+    done = subprocess.run([sys.executable, "-c", _LAYOUTS_SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [[3, 0], [3, 3]]
+
+
 def test_the_recompilation_warning_points_at_the_users_line(monkeypatch):
     import s4tf.backends.xla.counters as xla_metrics
 
