@@ -390,6 +390,53 @@ def test_a_moved_or_copied_cache_directory_still_hits(tmp_path):
         assert (report["compiles"], report["hits"], report["warnings"]) == (2, 2, []), report
 
 
+def _flip_last_byte(path):
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def _as_other_versions(path):
+    path.write_bytes(path.read_bytes().replace(b'"jaxlib": "l"', b'"jaxlib": "m"'))
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (_flip_last_byte, "do not match the SHA-256"),
+    (lambda path: path.write_bytes(path.read_bytes() + b"x"), "1 bytes more than"),
+    (_as_other_versions, "written by jax j / jaxlib m"),
+    (lambda path: path.write_bytes(b"\x00" * 100_000), "does not start with an s4tf cache header"),
+    (lambda path: (path.unlink(), path.mkdir()), "a directory"),
+])
+def test_a_damaged_entry_is_refused_with_one_warning_and_replaced(tmp_path, damage, reason):
+    from s4tf.backends.xla.persistent_cache import EntryStore
+
+    store = EntryStore(str(tmp_path), {"jax": "j", "jaxlib": "l"})
+    store.put("jit_step-1", b"program")
+    path = pathlib.Path(store.path_of("jit_step-1"))
+    damage(path)
+    with pytest.warns(s4tf.xla.CacheEntryWarning) as caught:
+        assert store.get("jit_step-1") is None
+        assert store.get("jit_step-1") is None  # no second warning for the same entry
+    assert len(caught) == 1 and str(path) in str(caught[0].message), [str(w.message) for w in caught]
+    assert reason in str(caught[0].message)
+    if path.is_dir():  # cannot be replaced: the program runs uncached, and says so
+        assert "could not be removed" in str(caught[0].message)
+        return
+    store.put("jit_step-1", b"program")
+    assert store.get("jit_step-1") == b"program"
+
+
+def test_an_entry_that_cannot_be_written_warns_once(tmp_path):
+    from s4tf.backends.xla.persistent_cache import EntryStore
+
+    store = EntryStore(str(tmp_path / "cache"), {"jax": "j", "jaxlib": "l"})
+    (tmp_path / "cache").rmdir()  # as good as a full disk: no file can be created
+    with pytest.warns(s4tf.xla.CacheEntryWarning, match="could not write") as caught:
+        store.put("jit_a-1", b"program")
+        store.put("jit_b-2", b"program")
+    assert len(caught) == 1, [str(w.message) for w in caught]
+
+
 def test_concurrent_writers_of_one_entry_leave_a_whole_entry(tmp_path):
     # Two processes compiling the same program write the same entry; a reader
     # must see an old or a new entry whole, never a half-written one.

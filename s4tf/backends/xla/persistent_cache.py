@@ -179,9 +179,10 @@ class EntryStore:
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         fd = os.open(path, flags)
         with os.fdopen(fd, "rb") as file:
-            size = os.fstat(fd).st_size
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            opened = os.fstat(fd)
+            if not stat.S_ISREG(opened.st_mode):
                 raise _Unusable("is not a regular file")
+            size = opened.st_size
             line = file.readline(_MAX_HEADER)
             header = self._header(line, key)
             expected = len(line) + header["size"]
@@ -219,19 +220,16 @@ class EntryStore:
 
     def _discard(self, path: str, reason: str) -> None:
         """Warn once about the unusable entry at ``path`` and remove it (JAX then rewrites it)."""
-        removed = ""
+        outcome = "its entry is written again"
         try:
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                removed = " It is a directory, so it is left in place and this program is not cached."
-            else:
-                os.unlink(path)  # a link goes, never what it points to
+            os.unlink(path)  # a link goes, never what it points to
         except FileNotFoundError:
             pass
-        except OSError as error:
-            removed = f" It could not be removed ({error})."
+        except OSError as error:  # a directory, a read-only cache
+            outcome = f"it stays uncached: the entry could not be removed ({error})"
         self._warn_once(path, (
             f"s4tf xla: the compile cache entry {path} {reason}; it was not used. The program "
-            f"is compiled again and its entry rewritten.{removed}"))
+            f"is compiled again and {outcome}."))
 
     def _warn_once(self, subject: str, message: str) -> None:
         with self._lock:
