@@ -286,3 +286,54 @@ def test_parameter_keys_are_shared_and_tell_apart_what_replays_differently():
     # is not a tuple: each keys apart.
     assert param_key({"value": np.float64(0.5)})[0] != param_key({"value": 0.5})[0]
     assert param_key({"axis": [1, 2]})[0] != param_key({"axis": (1, 2)})[0]
+
+
+def test_numpy_scalar_parameters_of_each_dtype_record_and_compile_apart(monkeypatch):
+    # JAX multiplies a float32 array by a NumPy float64 into float64, by a NumPy
+    # float32 or a Python float into float32. Today's kernels cast their scalar
+    # parameters, but the kernel table is open: keyed alike, the later calls would
+    # take the first's dtype and its compiled program. Parameters key two ways
+    # (plain, or frozen when one of them is a list, a slice...): both are tried.
+    import jax.numpy as jnp
+
+    from s4tf.backends.xla import compiler
+    from s4tf.backends.xla.backend import BACKEND
+    from s4tf.backends.xla.kernels import JAX_KERNELS
+    from s4tf.backends.xla.recording import LazyKernels, param_key
+
+    assert param_key({"factor": np.float32(0.5)})[0] != param_key({"factor": np.float64(0.5)})[0]
+    assert param_key({"factor": np.float64(0.5), "axes": [0]})[0] != param_key(
+        {"factor": 0.5, "axes": [0]})[0]
+    monkeypatch.setattr(JAX_KERNELS, "scaled", lambda x, *, factor, axes: x * factor,
+                        raising=False)
+    compiler.clear_cache()
+    kernels = LazyKernels()
+    x = BACKEND.asarray(np.ones(2, np.float32), np.dtype("float32"))
+    for axes in [(0,), [0]]:
+        for factor in [np.float32(0.5), np.float64(0.5), 0.5, np.float32(0.5)]:
+            node = kernels.scaled(x, factor=factor, axes=axes)
+            graph.barrier()
+            want = (jnp.ones(2, jnp.float32) * factor).dtype
+            assert node.dtype == want == np.asarray(node.buffer).dtype, (factor, axes, node.dtype)
+            assert np.asarray(node.buffer).tolist() == [0.5, 0.5]
+    # The last float32 call of each kind of key hits the first.
+    assert s4tf.xla.metrics()["compiles"] == 6
+
+
+def test_a_list_and_a_tuple_in_an_index_key_never_share_a_program_that_differs():
+    # What each means, under NumPy and JAX alike: inside the key, a list and a tuple
+    # of ints are the same advanced index, so (:, [0, 1]) and (:, (0, 1)) agree. As
+    # the key itself they differ: (1:, 0) is basic indexing, and JAX refuses the
+    # list [1:, 0] (a non-tuple sequence), which must not borrow the tuple's program.
+    from s4tf.backends.xla.backend import BACKEND
+    from s4tf.backends.xla.recording import LazyKernels
+
+    kernels = LazyKernels()
+    data = np.arange(12.0).reshape(3, 4)
+    x = BACKEND.asarray(data, np.dtype("float64"))
+    for key in [(slice(None), [0, 1]), (slice(None), (0, 1)), (slice(1, None), 0)]:
+        node = kernels.getitem(x, key=key)
+        graph.barrier()
+        np.testing.assert_array_equal(np.asarray(node.buffer), data[key])
+    with pytest.raises(TypeError, match="non-tuple sequence"):
+        kernels.getitem(x, key=[slice(1, None), 0])

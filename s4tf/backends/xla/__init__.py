@@ -1,7 +1,7 @@
 """The lazy tensor backend on JAX/XLA, and its public face ``s4tf.xla``.
 
 This package is what ``s4tf.xla`` names: the lazy backend's counters
-(:func:`metrics`, :func:`reset_metrics`) and its warning. Importing it imports
+(:func:`metrics`, :func:`reset_metrics`) and its warnings. Importing it imports
 no JAX; the backend itself (:mod:`.backend`) is imported by
 ``s4tf.set_backend("xla")`` on first use, and JAX is configured
 (:mod:`.jax_settings`) when the backend first needs it.
@@ -11,6 +11,8 @@ this list):
 
 * :mod:`.counters`: counters, the recompilation warning, ``S4TF_DEBUG`` output;
 * :mod:`.lazy`: :class:`~.lazy.LazyArray`, a pending IR node or a buffer;
+* :mod:`.persistent_cache`: the verified on-disk store of compiled programs
+  (``S4TF_CACHE_DIR``) and :class:`CacheEntryWarning`; no JAX;
 * :mod:`.jax_settings`, :mod:`.nn_kernels`, :mod:`.kernels`: JAX configured
   once, and the JAX kernel table that replays recorded nodes;
 * :mod:`.shapes`: memoised ``jax.eval_shape`` for the shapes of new nodes;
@@ -29,5 +31,6 @@ this list):
 from __future__ import annotations
 
 from .counters import ZERO_METRICS, RecompilationWarning, metrics, reset_metrics
+from .persistent_cache import CacheEntryWarning
 
-__all__ = ["ZERO_METRICS", "RecompilationWarning", "metrics", "reset_metrics"]
+__all__ = ["ZERO_METRICS", "CacheEntryWarning", "RecompilationWarning", "metrics", "reset_metrics"]

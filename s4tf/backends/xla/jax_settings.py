@@ -6,9 +6,14 @@
 * JAX's persistent compilation cache under ``S4TF_CACHE_DIR`` (default
   ``~/.cache/s4tf/xla``; ``S4TF_CACHE_DIR=""`` turns it off), for programs of
   any size and compile time: a second process running the same step loads
-  its executables instead of compiling them. When ``S4TF_CACHE_DIR`` is unset
-  and JAX already has a cache directory of its own
-  (``JAX_COMPILATION_CACHE_DIR``), that one is kept as configured.
+  its executables instead of compiling them. JAX keys and serialises the
+  programs; s4tf's :class:`~.persistent_cache.EntryStore` keeps them, and
+  hands JAX an entry only once it is verified to be the asking program's
+  (JAX's own file cache ran whatever file had the entry's name). XLA's GPU
+  autotuning cache stays off: JAX would write its absolute path into every
+  key, and a moved or copied cache directory would never hit. When
+  ``S4TF_CACHE_DIR`` is unset and JAX already has a cache directory of its
+  own (``JAX_COMPILATION_CACHE_DIR``), that one is kept as configured.
 * A count of the executables JAX loaded from that cache
   (:func:`persistent_cache_hits`), read from JAX's own monitoring events.
 * The objects alive at that moment (JAX's modules above all: ~150,000 of
@@ -30,6 +35,9 @@ import os
 import warnings
 
 import jax
+from jax._src import compilation_cache
+
+from .persistent_cache import EntryStore
 
 __all__ = ["cache_directory", "persistent_cache_hits"]
 
@@ -75,6 +83,14 @@ def _use_persistent_cache(directory: str) -> None:
     # steps, its evaluation and its metric sums all start warm the next time.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # No path in the keys: the cache directory may be moved or copied.
+    jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+    store = EntryStore(directory, {"jax": jax.__version__, "jaxlib": jax.lib.__version__})
+    # JAX reads and writes its persistent cache through one object, made on first
+    # use from the directory; putting s4tf's in its place first is the one hook.
+    with compilation_cache._cache_initialized_mutex:
+        compilation_cache._cache = store
+        compilation_cache._cache_initialized = True
 
 
 _directory = cache_directory()

@@ -28,6 +28,10 @@ _UNCHANGED_WHEN_SAME = frozenset(("cast", "reshape", "broadcast_to"))
 
 def freeze(value):
     """A hashable stand-in for a static kernel parameter (slices and lists become tuples)."""
+    if isinstance(value, np.generic):
+        # Before the atoms: np.float64 is a float, yet JAX promotes it apart from a
+        # Python float, and it compares equal to one (and to an array with a tuple).
+        return ("scalar", value.dtype.str, value.item())
     if isinstance(value, _ATOMS):
         return value
     if isinstance(value, tuple | list):
@@ -36,8 +40,6 @@ def freeze(value):
         return ("slice", value.start, value.stop, value.step)
     if isinstance(value, np.ndarray):
         return ("array", value.shape, value.dtype.str, value.tobytes())
-    if isinstance(value, np.generic):
-        return ("scalar", value.dtype.str, value.item())
     try:
         hash(value)
     except TypeError:
