@@ -85,11 +85,11 @@ def zoo_layers(value, found):
 
 def pair_up(model, twin):
     """``(zoo layers, [(twin parameter, axes)] in the order of the model's parameters)``."""
-    ours = zoo_layers(model, [])
+    zoo = zoo_layers(model, [])
     theirs = [m for m in twin.modules() if isinstance(m, tuple(k for k, _ in _CONVERSIONS.values()))]
-    assert len(ours) == len(theirs), (len(ours), len(theirs))
+    assert len(zoo) == len(theirs), (len(zoo), len(theirs))
     parameters = []
-    for mine, their in zip(ours, theirs, strict=True):
+    for mine, their in zip(zoo, theirs, strict=True):
         kind, axes = _CONVERSIONS[type(mine)]
         assert isinstance(their, kind), (type(mine).__name__, their)
         if isinstance(mine, layers.BatchNorm | layers.LayerNorm):
@@ -101,10 +101,10 @@ def pair_up(model, twin):
     leaves, _ = s4tf.tree_flatten(model, differentiable=True)
     assert [tuple(leaf.shape) for leaf in leaves] == [
         tuple(p.permute(axes).shape if axes else p.shape) for p, axes in parameters]
-    return ours, parameters
+    return zoo, parameters
 
 
-def ours(parameter, axes) -> np.ndarray:
+def in_zoo_layout(parameter, axes) -> np.ndarray:
     """A twin's tensor (a parameter or its gradient) in the zoo's layout."""
     array = parameter.detach().numpy()
     return array.transpose(axes) if axes else array
@@ -231,7 +231,7 @@ def test_training_loss_gradients_and_running_statistics_match_the_twin(name):
     assert len(leaves) == len(parameters)
     scale = max(np.abs(p.grad.numpy()).max() for p, _ in parameters)
     for i, (grad, (parameter, axes)) in enumerate(zip(leaves, parameters, strict=True)):
-        assert_close(grad.numpy(), ours(parameter.grad, axes), f"gradient {i} {grad.shape}",
+        assert_close(grad.numpy(), in_zoo_layout(parameter.grad, axes), f"gradient {i} {grad.shape}",
                      scale=1e-2 * scale)
     assert_running_statistics_agree(model, twin)
 
@@ -273,7 +273,7 @@ def test_two_optimizer_steps_match_the_twin(name, optimizer):
         twin_opt.step()
         assert_close(float(loss.numpy()), expected.item(), f"loss before step {step}")
     after = s4tf.tree_flatten(model, differentiable=True)[0]
-    theirs = [ours(parameter, axes) - old
+    theirs = [in_zoo_layout(parameter, axes) - old
               for old, (parameter, axes) in zip(before, parameters, strict=True)]
     scale = max(np.abs(change).max() for change in theirs)
     for i, (old, new, change) in enumerate(zip(before, after, theirs, strict=True)):
