@@ -53,14 +53,15 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default="resnet.safetensors", help="where to save the model")
     parser.add_argument("--smoke", action="store_true",
-                        help="one epoch of 64 small pictures, for tests")
+                        help="64 small pictures, one epoch (or --epochs), for tests")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     arguments = parser.parse_args(argv)
+    epochs = arguments.epochs
     for name, value in _SETTINGS[arguments.data].items():
         if getattr(arguments, name) is None:
             setattr(arguments, name, value)
     if arguments.smoke:
-        arguments.epochs, arguments.batch_size = 1, 32
+        arguments.epochs, arguments.batch_size = epochs or 1, 32
     return arguments
 
 

@@ -3,6 +3,9 @@
 CuPy runs over its stand-in (``S4TF_CUPY_STANDIN=numpy``:
 :mod:`s4tf.backends.cupy.standin`, NumPy behind CuPy's host boundary) when CuPy
 is not installed, so its code paths are tested on machines without a GPU.
+
+Every run ends with a list of the skipped tests and their reasons, and with
+``CI`` set only tests marked ``@pytest.mark.gpu`` may skip (``skip_listing``).
 """
 
 from __future__ import annotations
@@ -11,12 +14,18 @@ import importlib.util
 import os
 
 import pytest
+import skip_listing
 
 if importlib.util.find_spec("cupy") is None:
     os.environ.setdefault("S4TF_CUPY_STANDIN", "numpy")
 os.environ.setdefault("S4TF_CACHE_DIR", "")  # no persistent XLA cache in the user's home
 
 import s4tf  # noqa: E402  (after choosing the CuPy stand-in)
+
+
+def pytest_configure(config):
+    skip_listing.register(config)
+
 
 HAVE_JAX = importlib.util.find_spec("jax") is not None
 BACKENDS = ["naive", "cupy"] + (["xla"] if HAVE_JAX else [])

@@ -20,6 +20,7 @@ def a():
     return xp.asarray(np.arange(6.0).reshape(2, 3))
 
 
+@pytest.mark.gpu
 def test_the_test_suite_runs_cupy_on_the_standin():
     backend = get_backend_object("cupy")
     if not getattr(backend.xp, "is_standin", False):

@@ -248,7 +248,8 @@ def _hugging_face_gpt2():
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"{package} is not installed; the comparison with Hugging Face's "
-                        "GPT2LMHeadModel needs torch and transformers")
+                        "GPT2LMHeadModel needs torch and transformers (pip install -e "
+                        "'.[reference]')")
     try:
         import torch
         from transformers import GPT2Config, GPT2LMHeadModel

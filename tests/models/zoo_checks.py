@@ -87,7 +87,7 @@ def import_torchvision():
         return load_torchvision_package()
     except Exception as error:  # ImportError, or a RuntimeError from its compiled ops
         pytest.skip(f"torch/torchvision is not importable ({error}); the comparison with "
-                    "torchvision needs them")
+                    "torchvision needs them (pip install -e '.[reference]')")
 
 
 def torch_parameter_count(module) -> int:
