@@ -27,6 +27,16 @@ def pytest_configure(config):
     skip_listing.register(config)
 
 
+@pytest.fixture(autouse=True)
+def _default_backend_restored():
+    """Each test starts on the backend the run started on: a test that calls an
+    example's ``main`` (which calls ``s4tf.set_backend``) must not move the tests after it."""
+    previous = s4tf.get_backend()
+    yield
+    if s4tf.get_backend() != previous:
+        s4tf.set_backend(previous)
+
+
 HAVE_JAX = importlib.util.find_spec("jax") is not None
 BACKENDS = ["naive", "cupy"] + (["xla"] if HAVE_JAX else [])
 
