@@ -45,7 +45,7 @@ def _spread(*shape):
     return s4tf.Tensor(values.reshape(shape), dtype=s4tf.float64)
 
 
-def I(*shape, high=5):
+def Int(*shape, high=5):
     return s4tf.Tensor(_rng.integers(0, high, shape).astype(np.int32))
 
 
@@ -89,10 +89,10 @@ BATCH_CASES = {
     "pow": (lambda x, y: x ** y, [P(4, 3), T(4, 3)], 0),
     "maximum": (s4tf.maximum, [_spread(4, 3), _spread(3) + 0.03], (0, None)),
     "minimum": (s4tf.minimum, [_spread(3, 4), _spread(4, 3) + 0.03], (1, 0)),
-    "floor_div": (lambda x, y: x // y, [I(4, 3, high=20), I(3, high=4) + 1], (0, None)),
-    "mod": (lambda x, y: x % y, [I(4, 3, high=20), I(4, high=4) + 1], (0, 0)),
-    "equal": (lambda x, y: s4tf.ops.equal(x, y), [I(4, 3), I(3)], (0, None)),
-    "not_equal": (lambda x, y: s4tf.ops.not_equal(x, y), [I(3, 4), I(4, 3)], (1, 0)),
+    "floor_div": (lambda x, y: x // y, [Int(4, 3, high=20), Int(3, high=4) + 1], (0, None)),
+    "mod": (lambda x, y: x % y, [Int(4, 3, high=20), Int(4, high=4) + 1], (0, 0)),
+    "equal": (lambda x, y: s4tf.ops.equal(x, y), [Int(4, 3), Int(3)], (0, None)),
+    "not_equal": (lambda x, y: s4tf.ops.not_equal(x, y), [Int(3, 4), Int(4, 3)], (1, 0)),
     "less": (lambda x, y: x < y, [T(4, 3), T(3)], (0, None)),
     "less_equal": (lambda x, y: x <= y, [T(4, 3), T(4)], (0, 0)),
     "greater": (lambda x, y: x > y, [T(3, 4), T(3, 1)], (1, None)),
