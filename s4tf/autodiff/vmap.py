@@ -223,7 +223,9 @@ def vmap(f, in_axes=0, out_axes=0):
             f"{type(in_axes).__name__}."
         )
 
-    @functools.wraps(f)
+    # Not f's __dict__: a model's fields copied onto the function would be extra
+    # references to its tensors, and its updates would copy instead of writing in place.
+    @functools.wraps(f, updated=())
     def vectorized(*args):
         trace, batched_args = _wrap_arguments(args, in_axes, BatchTrace)
 
