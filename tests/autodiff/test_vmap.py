@@ -242,6 +242,13 @@ def test_random_draws_are_independent_per_example_and_reproducible():
     assert_allclose(seeded, s4tf.random.uniform([4, 3], seed=5))
 
 
+def test_nested_vmaps_draw_for_every_pair_of_examples():
+    s4tf.random.seed(5)
+    draws = s4tf.vmap(s4tf.vmap(lambda s: s + s4tf.random.uniform([2])))(s4tf.zeros([3, 4]))
+    values = draws.numpy().reshape(-1)
+    assert draws.shape == (3, 4, 2) and len(set(values.round(7))) == values.size
+
+
 def test_dropout_masks_differ_per_example():
     s4tf.random.seed(4)
     drop = s4tf.layers.Dropout(0.5)
