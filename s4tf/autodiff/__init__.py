@@ -1,4 +1,4 @@
-"""Automatic differentiation by tracing with levels (reverse and forward mode)."""
+"""Automatic differentiation by tracing with levels (reverse and forward mode), and vmap."""
 
 from ..non_differentiable import NonDifferentiableError
 from .custom import CustomDerivative, differentiable
@@ -14,10 +14,11 @@ from .operators import (
     value_with_pullback,
     without_derivative,
 )
+from .vmap import vmap
 
 __all__ = [
     "CustomDerivative", "NonDifferentiableError", "ZeroDerivativeWarning", "derivative",
     "differentiable", "differential", "gradient", "pullback", "value_with_derivative",
     "value_with_differential", "value_with_gradient", "value_with_pullback",
-    "without_derivative",
+    "vmap", "without_derivative",
 ]
