@@ -49,6 +49,7 @@ from .autodiff import (
     differential,
     gradient,
     pullback,
+    remat,
     value_with_derivative,
     value_with_differential,
     value_with_gradient,

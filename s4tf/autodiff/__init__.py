@@ -14,10 +14,11 @@ from .operators import (
     value_with_pullback,
     without_derivative,
 )
+from .remat import remat
 
 __all__ = [
     "CustomDerivative", "NonDifferentiableError", "ZeroDerivativeWarning", "derivative",
-    "differentiable", "differential", "gradient", "pullback", "value_with_derivative",
+    "differentiable", "differential", "gradient", "pullback", "remat", "value_with_derivative",
     "value_with_differential", "value_with_gradient", "value_with_pullback",
     "without_derivative",
 ]
