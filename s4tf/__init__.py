@@ -48,6 +48,7 @@ from .autodiff import (
     derivative,
     differential,
     gradient,
+    linear_transpose,
     pullback,
     remat,
     value_with_derivative,

@@ -15,10 +15,11 @@ from .operators import (
     without_derivative,
 )
 from .remat import remat
+from .transpose import linear_transpose
 
 __all__ = [
     "CustomDerivative", "NonDifferentiableError", "ZeroDerivativeWarning", "derivative",
-    "differentiable", "differential", "gradient", "pullback", "remat", "value_with_derivative",
-    "value_with_differential", "value_with_gradient", "value_with_pullback",
-    "without_derivative",
+    "differentiable", "differential", "gradient", "linear_transpose", "pullback", "remat",
+    "value_with_derivative", "value_with_differential", "value_with_gradient",
+    "value_with_pullback", "without_derivative",
 ]

@@ -40,10 +40,13 @@ def lower(fn, *args, **kwargs) -> str:
     The lazy backend records ``fn``'s operations into one pending graph, and a
     barrier hands that graph to XLA as one program: this is that program (the
     paper's Figure 4), as ``jax.jit(f).lower(...).as_text()`` shows a JAX
-    function's. ``fn`` runs once on the xla backend (pending work from before is
-    run first, so the text holds ``fn``'s step alone), and its results and
-    effects are those of an ordinary call. Arguments must be on the xla
-    backend (``s4tf.to_backend(value, "xla")``).
+    function's. Unlike JAX's, the step is found by running it: ``fn`` runs once
+    on the xla backend (pending work from before is run first, so the text
+    holds ``fn``'s step alone) with the effects of an ordinary call (an
+    optimizer update inside consumes the model it updates); its results are
+    computed and then dropped. Only what the step's results keep is in the
+    program: work whose value nobody holds is left out, as at a barrier.
+    Arguments must be on the xla backend (``s4tf.to_backend(value, "xla")``).
 
     Parameters
     ----------
