@@ -55,6 +55,7 @@ from .autodiff import (
     value_with_differential,
     value_with_gradient,
     value_with_pullback,
+    vmap,
     without_derivative,
 )
 from .backends import xla

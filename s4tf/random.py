@@ -6,6 +6,9 @@ the current backend, so a seed gives the same values on naive, cupy and xla.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
 from . import dtypes as _dtypes
@@ -48,15 +51,59 @@ def set_state(state: dict) -> None:
     _generator.bit_generator.state = state
 
 
-def _drawn(draw, dtype, seed) -> Tensor:
-    """The tensor of ``draw()``'s host values in ``dtype``, on the current backend."""
+class _Batches(threading.local):
+    """The vmap levels running in this thread, outermost first: ``(size, wrap)`` each."""
+
+    levels: tuple = ()
+
+
+_batches = _Batches()
+
+
+# Shared with s4tf.vmap (s4tf/autodiff/vmap.py), not user API: left out of __all__.
+@contextlib.contextmanager
+def per_example(size: int, wrap):
+    """Inside, every draw is made for ``size`` examples at once: each example its own numbers.
+
+    :func:`s4tf.vmap` runs its function inside this: a draw of shape ``S``
+    draws ``(size, *S)`` values (from the global stream, or the ``seed=``
+    given) and ``wrap`` turns them into the batched value whose examples have
+    shape ``S``. Nested vmaps draw ``(outer, ..., inner, *S)``.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> with s4tf.random.per_example(3, lambda t: t):  # no wrapping: see the whole draw
+    ...     s4tf.random.normal([2], seed=0).shape
+    (3, 2)
+    """
+    before = _batches.levels
+    _batches.levels = (*before, (size, wrap))
+    try:
+        yield
+    finally:
+        _batches.levels = before
+
+
+def _drawn(draw, shape, dtype, seed) -> Tensor:
+    """The tensor of ``draw(shape)``'s host values in ``dtype``, on the current backend.
+
+    Under :func:`per_example` the draw has the batch axes in front and is
+    wrapped into one example's value of each level.
+    """
+    levels = _batches.levels
+    if levels:
+        shape = (*(size for size, _ in levels), *shape)
+
     def host_values():
-        return draw().astype(dtype.numpy)
+        return draw(shape).astype(dtype.numpy)
 
     tensor = from_numpy(host_values(), dtype)
     if seed is None and hooks.on_draw is not None:
         # A captured step's recording (s4tf/capture): its replays draw again with host_values().
         hooks.on_draw(tensor, host_values)
+    for _, wrap in levels:
+        tensor = wrap(tensor)
     return tensor
 
 
@@ -71,7 +118,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None) -> Ten
     """
     dtype = _dtypes.as_dtype(dtype)
     size = _shape(shape, "normal")
-    return _drawn(lambda: generator(seed).normal(mean, stddev, size=size), dtype, seed)
+    return _drawn(lambda size: generator(seed).normal(mean, stddev, size=size), size, dtype, seed)
 
 
 def uniform(shape, low=0.0, high=1.0, dtype=_dtypes.float32, seed=None) -> Tensor:
@@ -85,7 +132,7 @@ def uniform(shape, low=0.0, high=1.0, dtype=_dtypes.float32, seed=None) -> Tenso
     """
     dtype = _dtypes.as_dtype(dtype)
     size = _shape(shape, "uniform")
-    return _drawn(lambda: generator(seed).uniform(low, high, size=size), dtype, seed)
+    return _drawn(lambda size: generator(seed).uniform(low, high, size=size), size, dtype, seed)
 
 
 def randint(low, high=None, shape=(), dtype=_dtypes.int32, seed=None) -> Tensor:
@@ -101,4 +148,4 @@ def randint(low, high=None, shape=(), dtype=_dtypes.int32, seed=None) -> Tensor:
         low, high = 0, low
     dtype = _dtypes.as_dtype(dtype)
     size = _shape(shape, "randint")
-    return _drawn(lambda: generator(seed).integers(low, high, size=size), dtype, seed)
+    return _drawn(lambda size: generator(seed).integers(low, high, size=size), size, dtype, seed)

@@ -1,4 +1,4 @@
-"""Automatic differentiation by tracing with levels (reverse and forward mode)."""
+"""Automatic differentiation by tracing with levels (reverse and forward mode), and vmap."""
 
 from ..non_differentiable import NonDifferentiableError
 from .custom import CustomDerivative, differentiable
@@ -16,10 +16,11 @@ from .operators import (
 )
 from .remat import remat
 from .transpose import linear_transpose
+from .vmap import vmap
 
 __all__ = [
     "CustomDerivative", "NonDifferentiableError", "ZeroDerivativeWarning", "derivative",
     "differentiable", "differential", "gradient", "linear_transpose", "pullback", "remat",
     "value_with_derivative", "value_with_differential", "value_with_gradient",
-    "value_with_pullback", "without_derivative",
+    "value_with_pullback", "vmap", "without_derivative",
 ]

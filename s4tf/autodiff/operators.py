@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from ..creation import ones_like, zeros_like
-from ..ops.tracer import Tracer, innermost, is_float_like, strip
+from ..ops.tracer import Tracer, is_float_like, strip
 from ..tensor import Tensor, from_numpy
 from ..tree import is_zero, tree_flatten, tree_map
 from ..tree.flatten import LEAF_DEF
@@ -75,7 +75,8 @@ def _finish(tangent, primal):
         # The common case: a tensor point's own cotangent, or zeros when none reached it.
         return tangent if tangent is not None else _filled(primal, 0)
     if tangent is None:
-        return 0.0 if is_float_like(primal) else zeros_like(innermost(primal))
+        # Of one example's shape under vmap (a batch tracer's shape hides the batch).
+        return 0.0 if is_float_like(primal) else zeros_like(primal)
     if is_float_like(primal) and isinstance(tangent, Tensor):
         if type(tangent) is Tensor:
             return float(tangent.item())
@@ -191,7 +192,8 @@ def _scalar_seed(value):
     # A float result seen through an outer level is a tracer (a Tensor subclass) of a float.
     if is_float_like(leaf):
         return 1.0
-    return ones_like(innermost(leaf))
+    # One example's shape under vmap: the same seed for every example.
+    return ones_like(leaf)
 
 
 @_operator
@@ -293,7 +295,7 @@ def _unit_tangent(point):
             "s4tf.differential(x, of=f)(tangent) for other values."
         )
     leaf = leaves[0]
-    return 1.0 if not isinstance(leaf, Tensor) else ones_like(innermost(leaf))
+    return 1.0 if is_float_like(leaf) else ones_like(leaf)
 
 
 @_operator

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .primitive import primitive
-from .shapes import _reshape, shape_of
+from .primitive import GenericRule, primitive
+from .shapes import _reshape, move_axis_to_front, shape_of
 
-__all__ = ["broadcast_to", "kept_shape", "reduce_sum", "sum_to_shape", "unreduce"]
+__all__ = ["broadcast_to", "kept_shape", "reduce_sum", "reduction_batch", "sum_to_shape",
+           "unreduce"]
 
 
 def kept_shape(shape, axes):
@@ -34,13 +35,36 @@ def unreduce(g, x, axis, keepdims):
     return g if shape_of(g) == shape else broadcast_to_(g, shape=shape)
 
 
+def _broadcast_batch(args, dims, *, shape):
+    # The example's axes align with the target's last ones: the batch goes in front,
+    # with 1s between it and the example for the axes broadcasting adds.
+    x = move_axis_to_front(args[0], dims[0])
+    size, example = shape_of(x)[0], shape_of(x)[1:]
+    if len(example) < len(shape):
+        x = _reshape(x, shape=(size, *(1,) * (len(shape) - len(example)), *example))
+    return broadcast_to_(x, shape=(size, *shape)), 0
+
+
+def _reduce_batch(primitive, args, dims, *, axis, keepdims):
+    """Batching rule of reductions over ``axis``: the same reduction, the batch axis skipped."""
+    d = dims[0]
+    out = primitive(args[0], axis=tuple(a + (a >= d) for a in axis), keepdims=keepdims)
+    return out, d if keepdims else d - sum(a < d for a in axis)
+
+
+# Shared with reduce_max and reduce_min (s4tf.ops.reductions); s4tf.ops.batching_helpers
+# lists it with the other rules written for many primitives.
+reduction_batch = GenericRule(_reduce_batch)
+
 broadcast_to_ = primitive("broadcast_to",
                           vjp=(lambda g, x, out, shape: sum_to_shape(g, shape_of(x)),),
-                          jvp=(lambda t, x, out, shape: broadcast_to_(t, shape=shape),))
+                          jvp=(lambda t, x, out, shape: broadcast_to_(t, shape=shape),),
+                          batch=_broadcast_batch)
 reduce_sum = primitive(
     "reduce_sum",
     vjp=(lambda g, x, out, axis, keepdims: unreduce(g, x, axis, keepdims),),
     jvp=(lambda t, x, out, axis, keepdims: reduce_sum(t, axis=axis, keepdims=keepdims),),
+    batch=reduction_batch,
     signature="x, *, axis, keepdims",
     doc="""The sum of ``x`` over the axes ``axis`` (what ``x.sum()`` calls).
 

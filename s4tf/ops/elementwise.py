@@ -16,6 +16,7 @@ import numbers
 import operator
 
 from ..tensor import Tensor
+from .batching_helpers import elementwise as elementwise_batch
 from .primitive import primitive
 
 __all__ = [
@@ -60,57 +61,58 @@ _UNARY, _BINARY, _BOOL = "x", "x, y", "Returns a bool tensor; no derivative."
 _BROADCAST = "The operands broadcast as in NumPy and are brought to one dtype first."
 
 # One input.
-neg = primitive("neg", scalar=operator.neg, **_rules(lambda v, x, out: -v), signature=_UNARY,
+neg = primitive("neg", batch=elementwise_batch, scalar=operator.neg, **_rules(lambda v, x, out: -v), signature=_UNARY,
                 doc=_doc("``-x``, elementwise.", "s4tf.ops.neg(s4tf.Tensor([1.0, -2.0])).tolist()",
                          "[-1.0, 2.0]"))
-exp = primitive("exp", scalar=math.exp, **_rules(lambda v, x, out: v * out), signature=_UNARY,
+exp = primitive("exp", batch=elementwise_batch, scalar=math.exp, **_rules(lambda v, x, out: v * out), signature=_UNARY,
                 doc=_doc("``e ** x``, elementwise.", "s4tf.exp(s4tf.Tensor([0.0, 1.0])).tolist()",
                          "[1.0, 2.71828...]"))
-log = primitive("log", scalar=math.log, **_rules(lambda v, x, out: v / x), signature=_UNARY,
+log = primitive("log", batch=elementwise_batch, scalar=math.log, **_rules(lambda v, x, out: v / x), signature=_UNARY,
                 doc=_doc("The natural logarithm of ``x``, elementwise.",
                          "s4tf.log(s4tf.Tensor([1.0, 2.0])).tolist()", "[0.0, 0.69314...]"))
-log1p = primitive("log1p", scalar=math.log1p, **_rules(lambda v, x, out: v / (x + 1)),
+log1p = primitive("log1p", batch=elementwise_batch, scalar=math.log1p, **_rules(lambda v, x, out: v / (x + 1)),
                   signature=_UNARY,
                   doc=_doc("``log(1 + x)``, elementwise, accurate for small ``x``.",
                            "s4tf.log1p(s4tf.Tensor([0.0, 1e-5])).tolist()", "[0.0, 9.99994...e-06]"))
-expm1 = primitive("expm1", scalar=math.expm1, **_rules(lambda v, x, out: v * (out + 1)),
+expm1 = primitive("expm1", batch=elementwise_batch, scalar=math.expm1, **_rules(lambda v, x, out: v * (out + 1)),
                   signature=_UNARY,
                   doc=_doc("``e ** x - 1``, elementwise, accurate for small ``x``.",
                            "s4tf.expm1(s4tf.Tensor([0.0, 1e-5])).tolist()", "[0.0, 1.00000...e-05]"))
-sqrt = primitive("sqrt", scalar=math.sqrt, **_rules(lambda v, x, out: v / (out * 2)),
+sqrt = primitive("sqrt", batch=elementwise_batch, scalar=math.sqrt, **_rules(lambda v, x, out: v / (out * 2)),
                  signature=_UNARY,
                  doc=_doc("``x ** 0.5``, elementwise.",
                           "s4tf.sqrt(s4tf.Tensor([4.0, 9.0])).tolist()", "[2.0, 3.0]"))
-rsqrt = primitive("rsqrt", scalar=_scalar_rsqrt, **_rules(lambda v, x, out: v * out / x * -0.5),
+rsqrt = primitive("rsqrt", batch=elementwise_batch, scalar=_scalar_rsqrt, **_rules(lambda v, x, out: v * out / x * -0.5),
                   signature=_UNARY,
                   doc=_doc("``x ** -0.5``, elementwise.",
                            "s4tf.rsqrt(s4tf.Tensor([4.0, 16.0])).tolist()", "[0.5, 0.25]"))
-sin = primitive("sin", scalar=math.sin, **_rules(lambda v, x, out: v * cos(x)), signature=_UNARY,
+sin = primitive("sin", batch=elementwise_batch, scalar=math.sin, **_rules(lambda v, x, out: v * cos(x)), signature=_UNARY,
                 doc=_doc("The sine of ``x`` (radians), elementwise.",
                          "s4tf.sin(s4tf.Tensor([0.0, 1.0])).tolist()", "[0.0, 0.84147...]"))
-cos = primitive("cos", scalar=math.cos, **_rules(lambda v, x, out: -(v * sin(x))),
+cos = primitive("cos", batch=elementwise_batch, scalar=math.cos, **_rules(lambda v, x, out: -(v * sin(x))),
                 signature=_UNARY,
                 doc=_doc("The cosine of ``x`` (radians), elementwise.",
                          "s4tf.cos(s4tf.Tensor([0.0, 1.0])).tolist()", "[1.0, 0.54030...]"))
-tan = primitive("tan", scalar=math.tan, **_rules(lambda v, x, out: v * (out * out + 1)),
+tan = primitive("tan", batch=elementwise_batch, scalar=math.tan, **_rules(lambda v, x, out: v * (out * out + 1)),
                 signature=_UNARY,
                 doc=_doc("The tangent of ``x`` (radians), elementwise.",
                          "s4tf.tan(s4tf.Tensor([0.0, 1.0])).tolist()", "[0.0, 1.55740...]"))
-tanh = primitive("tanh", scalar=math.tanh, **_rules(lambda v, x, out: v * (1 - out * out)),
+tanh = primitive("tanh", batch=elementwise_batch, scalar=math.tanh, **_rules(lambda v, x, out: v * (1 - out * out)),
                  signature=_UNARY,
                  doc=_doc("The hyperbolic tangent of ``x``, elementwise.",
                           "s4tf.tanh(s4tf.Tensor([0.0, 1.0])).tolist()", "[0.0, 0.76159...]"))
-sigmoid = primitive("sigmoid", scalar=_sigmoid_scalar,
+sigmoid = primitive("sigmoid", batch=elementwise_batch, scalar=_sigmoid_scalar,
                     **_rules(lambda v, x, out: v * out * (1 - out)), signature=_UNARY,
                     doc=_doc("The logistic sigmoid ``1 / (1 + e ** -x)``, elementwise.",
                              "s4tf.sigmoid(s4tf.Tensor([0.0, 2.0])).tolist()", "[0.5, 0.88079...]"))
 # S4TF's convention: the derivative of abs at 0 is 0 (sign(0) == 0).
-abs = primitive("abs", scalar=operator.abs, **_rules(lambda v, x, out: v * sign(x)),
+abs = primitive("abs", batch=elementwise_batch, scalar=operator.abs, **_rules(lambda v, x, out: v * sign(x)),
                 signature=_UNARY,
                 doc=_doc("``|x|``, elementwise; its derivative at 0 is 0, as in S4TF.",
                          "s4tf.abs(s4tf.Tensor([-2.0, 0.0, 3.0])).tolist()", "[2.0, 0.0, 3.0]"))
 pow_scalar = primitive(
     "pow_scalar",
+    batch=elementwise_batch,
     scalar=lambda x, exponent: x ** exponent,
     **_rules(lambda v, x, out, exponent: v * pow_scalar(x, exponent=exponent - 1) * exponent),
     signature="x, *, exponent",
@@ -119,6 +121,7 @@ pow_scalar = primitive(
 )
 cast = primitive(
     "cast",
+    batch=elementwise_batch,
     vjp=(lambda g, x, out, dtype: cast(g, dtype=x.dtype) if x.dtype.is_floating else None,),
     jvp=(lambda t, x, out, dtype: cast(t, dtype=dtype),),
     signature="x, *, dtype",
@@ -129,46 +132,46 @@ cast = primitive(
 )
 
 # Piecewise constant: derivative zero everywhere it exists, so no rules.
-sign = primitive("sign", scalar=_sign, signature=_UNARY,
+sign = primitive("sign", batch=elementwise_batch, scalar=_sign, signature=_UNARY,
                  doc=_doc("-1, 0 or 1 as ``x`` is negative, zero or positive; no derivative.",
                           "s4tf.sign(s4tf.Tensor([-2.0, 0.0, 3.0])).tolist()", "[-1.0, 0.0, 1.0]"))
-floor = primitive("floor", scalar=lambda x: float(math.floor(x)), signature=_UNARY,
+floor = primitive("floor", batch=elementwise_batch, scalar=lambda x: float(math.floor(x)), signature=_UNARY,
                   doc=_doc("``x`` rounded down, elementwise; no derivative.",
                            "s4tf.floor(s4tf.Tensor([-1.5, 1.5])).tolist()", "[-2.0, 1.0]"))
-ceil = primitive("ceil", scalar=lambda x: float(math.ceil(x)), signature=_UNARY,
+ceil = primitive("ceil", batch=elementwise_batch, scalar=lambda x: float(math.ceil(x)), signature=_UNARY,
                  doc=_doc("``x`` rounded up, elementwise; no derivative.",
                           "s4tf.ceil(s4tf.Tensor([-1.5, 1.5])).tolist()", "[-1.0, 2.0]"))
-round = primitive("round", scalar=lambda x: float(x.__round__()), signature=_UNARY,
+round = primitive("round", batch=elementwise_batch, scalar=lambda x: float(x.__round__()), signature=_UNARY,
                   doc=_doc("``x`` rounded to the nearest integer, halves to even; no derivative.",
                            "s4tf.round(s4tf.Tensor([0.5, 1.5, 2.7])).tolist()", "[0.0, 2.0, 3.0]"))
-logical_not = primitive("logical_not", scalar=operator.not_, signature=_UNARY,
+logical_not = primitive("logical_not", batch=elementwise_batch, scalar=operator.not_, signature=_UNARY,
                         doc=_doc("``not x`` of a bool tensor, elementwise (``~x``).",
                                  "s4tf.logical_not(s4tf.Tensor([True, False])).tolist()",
                                  "[False, True]"))
 
 # Two inputs.
-add = primitive("add", scalar=operator.add, promote=True,
+add = primitive("add", batch=elementwise_batch, scalar=operator.add, promote=True,
                 **_rules(lambda v, x, y, out: v,
                          lambda v, x, y, out: v),
                 signature=_BINARY,
                 doc=_doc("``x + y`` (what ``+`` calls).",
                          "s4tf.ops.add(s4tf.Tensor([1.0, 2.0]), 3.0).tolist()", "[4.0, 5.0]",
                          _BROADCAST))
-sub = primitive("sub", scalar=operator.sub, promote=True,
+sub = primitive("sub", batch=elementwise_batch, scalar=operator.sub, promote=True,
                 **_rules(lambda v, x, y, out: v,
                          lambda v, x, y, out: -v),
                 signature=_BINARY,
                 doc=_doc("``x - y`` (what ``-`` calls).",
                          "s4tf.ops.sub(s4tf.Tensor([1.0, 2.0]), 3.0).tolist()", "[-2.0, -1.0]",
                          _BROADCAST))
-mul = primitive("mul", scalar=operator.mul, promote=True,
+mul = primitive("mul", batch=elementwise_batch, scalar=operator.mul, promote=True,
                 **_rules(lambda v, x, y, out: v * y,
                          lambda v, x, y, out: x * v),
                 signature=_BINARY,
                 doc=_doc("``x * y`` (what ``*`` calls).",
                          "s4tf.ops.mul(s4tf.Tensor([1.0, 2.0]), 3.0).tolist()", "[3.0, 6.0]",
                          _BROADCAST))
-div = primitive("div", scalar=operator.truediv, promote=True,
+div = primitive("div", batch=elementwise_batch, scalar=operator.truediv, promote=True,
                 **_rules(lambda v, x, y, out: v / y,
                          lambda v, x, y, out: -(v * out) / y),
                 signature=_BINARY,
@@ -183,7 +186,7 @@ def _log_base(x):
     return where(positive, log(where(positive, x, 1.0)), 0.0)
 
 
-pow = primitive("pow", scalar=operator.pow, promote=True,
+pow = primitive("pow", batch=elementwise_batch, scalar=operator.pow, promote=True,
                 **_rules(lambda v, x, y, out: v * y * pow(x, y - 1),
                          lambda v, x, y, out: v * out * _log_base(x)),
                 signature=_BINARY,
@@ -191,57 +194,57 @@ pow = primitive("pow", scalar=operator.pow, promote=True,
                          "s4tf.ops.elementwise.pow(s4tf.Tensor([2.0, 3.0]), s4tf.Tensor([3.0, 2.0])).tolist()",
                          "[8.0, 9.0]", _BROADCAST))
 # S4TF's convention: on a tie the whole derivative goes to the first argument.
-maximum = primitive("maximum", scalar=lambda x, y: x if x >= y else y, promote=True,
+maximum = primitive("maximum", batch=elementwise_batch, scalar=lambda x, y: x if x >= y else y, promote=True,
                     **_rules(lambda v, x, y, out: where(greater_equal(x, y), v, 0.0),
                              lambda v, x, y, out: where(greater_equal(x, y), 0.0, v)),
                     signature=_BINARY,
                     doc=_doc("The larger of ``x`` and ``y``, elementwise.",
                              "s4tf.maximum(s4tf.Tensor([1.0, 5.0]), 3.0).tolist()", "[3.0, 5.0]",
                              f"{_BROADCAST} On a tie the whole derivative goes to ``x``, as in S4TF."))
-minimum = primitive("minimum", scalar=lambda x, y: x if x <= y else y, promote=True,
+minimum = primitive("minimum", batch=elementwise_batch, scalar=lambda x, y: x if x <= y else y, promote=True,
                     **_rules(lambda v, x, y, out: where(less_equal(x, y), v, 0.0),
                              lambda v, x, y, out: where(less_equal(x, y), 0.0, v)),
                     signature=_BINARY,
                     doc=_doc("The smaller of ``x`` and ``y``, elementwise.",
                              "s4tf.minimum(s4tf.Tensor([1.0, 5.0]), 3.0).tolist()", "[1.0, 3.0]",
                              f"{_BROADCAST} On a tie the whole derivative goes to ``x``, as in S4TF."))
-floor_div = primitive("floor_div", scalar=operator.floordiv, promote=True, signature=_BINARY,
+floor_div = primitive("floor_div", batch=elementwise_batch, scalar=operator.floordiv, promote=True, signature=_BINARY,
                       doc=_doc("``x // y`` (what ``//`` calls); no derivative.",
                                "s4tf.ops.floor_div(s4tf.Tensor([7, -7]), 2).tolist()", "[3, -4]",
                                _BROADCAST))
-mod = primitive("mod", scalar=operator.mod, promote=True, signature=_BINARY,
+mod = primitive("mod", batch=elementwise_batch, scalar=operator.mod, promote=True, signature=_BINARY,
                 doc=_doc("``x % y`` (what ``%`` calls), with the sign of ``y`` as in Python; "
                          "no derivative.",
                          "s4tf.ops.mod(s4tf.Tensor([7, -7]), 3).tolist()", "[1, 2]", _BROADCAST))
-equal = primitive("equal", scalar=operator.eq, promote=True, signature=_BINARY,
+equal = primitive("equal", batch=elementwise_batch, scalar=operator.eq, promote=True, signature=_BINARY,
                   doc=_doc("``x == y``, elementwise (what ``==`` calls).",
                            "s4tf.ops.equal(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()", "[False, True]",
                            f"{_BROADCAST} {_BOOL}"))
-not_equal = primitive("not_equal", scalar=operator.ne, promote=True, signature=_BINARY,
+not_equal = primitive("not_equal", batch=elementwise_batch, scalar=operator.ne, promote=True, signature=_BINARY,
                       doc=_doc("``x != y``, elementwise (what ``!=`` calls).",
                                "s4tf.ops.not_equal(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()",
                                "[True, False]", f"{_BROADCAST} {_BOOL}"))
-less = primitive("less", scalar=operator.lt, promote=True, signature=_BINARY,
+less = primitive("less", batch=elementwise_batch, scalar=operator.lt, promote=True, signature=_BINARY,
                  doc=_doc("``x < y``, elementwise (what ``<`` calls).",
                           "s4tf.ops.less(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()", "[True, False]",
                           f"{_BROADCAST} {_BOOL}"))
-less_equal = primitive("less_equal", scalar=operator.le, promote=True, signature=_BINARY,
+less_equal = primitive("less_equal", batch=elementwise_batch, scalar=operator.le, promote=True, signature=_BINARY,
                        doc=_doc("``x <= y``, elementwise (what ``<=`` calls).",
                                 "s4tf.ops.less_equal(s4tf.Tensor([1.0, 3.0]), 2.0).tolist()",
                                 "[True, False]", f"{_BROADCAST} {_BOOL}"))
-greater = primitive("greater", scalar=operator.gt, promote=True, signature=_BINARY,
+greater = primitive("greater", batch=elementwise_batch, scalar=operator.gt, promote=True, signature=_BINARY,
                     doc=_doc("``x > y``, elementwise (what ``>`` calls).",
                              "s4tf.ops.greater(s4tf.Tensor([1.0, 3.0]), 2.0).tolist()",
                              "[False, True]", f"{_BROADCAST} {_BOOL}"))
-greater_equal = primitive("greater_equal", scalar=operator.ge, promote=True, signature=_BINARY,
+greater_equal = primitive("greater_equal", batch=elementwise_batch, scalar=operator.ge, promote=True, signature=_BINARY,
                           doc=_doc("``x >= y``, elementwise (what ``>=`` calls).",
                                    "s4tf.ops.greater_equal(s4tf.Tensor([1.0, 2.0]), 2.0).tolist()",
                                    "[False, True]", f"{_BROADCAST} {_BOOL}"))
-logical_and = primitive("logical_and", scalar=lambda x, y: bool(x and y), signature=_BINARY,
+logical_and = primitive("logical_and", batch=elementwise_batch, scalar=lambda x, y: bool(x and y), signature=_BINARY,
                         doc=_doc("``x and y`` of bool tensors, elementwise (``x & y``).",
                                  "s4tf.logical_and(s4tf.Tensor([True, True]), "
                                  "s4tf.Tensor([True, False])).tolist()", "[True, False]"))
-logical_or = primitive("logical_or", scalar=lambda x, y: bool(x or y), signature=_BINARY,
+logical_or = primitive("logical_or", batch=elementwise_batch, scalar=lambda x, y: bool(x or y), signature=_BINARY,
                        doc=_doc("``x or y`` of bool tensors, elementwise (``x | y``).",
                                 "s4tf.logical_or(s4tf.Tensor([False, True]), "
                                 "s4tf.Tensor([False, False])).tolist()", "[False, True]"))
@@ -253,6 +256,7 @@ def _where_scalar(condition, x, y):
 
 where = primitive(
     "where",
+    batch=elementwise_batch,
     scalar=_where_scalar,
     promote=1,
     **_rules(None,
@@ -273,6 +277,7 @@ where = primitive(
 # in x (no derivative), so its own rules are itself.
 relu_grad = primitive(
     "relu_grad",
+    batch=elementwise_batch,
     scalar=lambda v, x: v if x > 0 else 0.0,
     **_rules(lambda v, g, x, out: relu_grad(v, x), None),
     signature="v, x",
@@ -280,7 +285,7 @@ relu_grad = primitive(
              "s4tf.ops.elementwise.relu_grad(s4tf.Tensor([5.0, 5.0]), s4tf.Tensor([-1.0, 1.0])).tolist()",
              "[0.0, 5.0]"),
 )
-relu = primitive("relu", scalar=lambda x: x if x > 0 else 0.0,
+relu = primitive("relu", batch=elementwise_batch, scalar=lambda x: x if x > 0 else 0.0,
                  **_rules(lambda v, x, out: relu_grad(v, x)), signature=_UNARY,
                  doc=_doc("``max(x, 0)``, elementwise; its derivative at 0 is 0, as in S4TF.",
                           "s4tf.ops.relu(s4tf.Tensor([-1.0, 2.0])).tolist()", "[0.0, 2.0]",

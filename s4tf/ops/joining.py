@@ -6,6 +6,7 @@ Their pullbacks slice the cotangent (``getitem``), so they sit above
 
 from __future__ import annotations
 
+from .batching_helpers import batch_size, broadcast_batch, move_axis_to_front
 from .indexing import IndexAdd, getitem_
 from .primitive import EachArgument, primitive
 from .shapes import expand_dims, shape_of
@@ -31,6 +32,16 @@ def _unpadded_shape(shape, paddings):
     return tuple(n - before - after for n, (before, after) in zip(shape, paddings, strict=False))
 
 
+def _concat_batch(args, dims, *, axis):
+    # Every part needs the batch, in one place: the unbatched ones are broadcast to it.
+    return concat_(*broadcast_batch(args, dims, batch_size(args, dims)), axis=axis + 1), 0
+
+
+def _pad_batch(args, dims, *, paddings, value):
+    x = move_axis_to_front(args[0], dims[0])
+    return _pad(x, paddings=((0, 0), *paddings), value=value), 0
+
+
 # Any number of arguments: argument i's cotangent is its slice of g; its tangent
 # fills its slice of the output's, added in place into one buffer (IndexAdd).
 concat_ = primitive(
@@ -38,10 +49,12 @@ concat_ = primitive(
     promote=True,
     vjp=EachArgument(lambda i, g, *xs, out, axis: getitem_(g, key=_concat_key(i, xs, axis))),
     jvp=EachArgument(lambda i, t, *xs, out, axis: IndexAdd(_concat_key(i, xs, axis), t)),
+    batch=_concat_batch,
 )
 _pad = primitive("pad",
                  vjp=(lambda g, x, out, paddings, value: _unpad(g, paddings),),
-                 jvp=(lambda t, x, out, paddings, value: _pad(t, paddings=paddings, value=0.0),))
+                 jvp=(lambda t, x, out, paddings, value: _pad(t, paddings=paddings, value=0.0),),
+                 batch=_pad_batch)
 
 
 def concat(tensors, axis=0):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .batching_helpers import align_batched, elementwise_apply, move_axis_to_front
 from .broadcasting import reduce_sum
-from .primitive import primitive
+from .elementwise import add
+from .primitive import GenericRule, primitive
 from .shapes import _reshape, expand_dims, shape_of, squeeze
 
 __all__ = ["matmul"]
@@ -18,6 +20,28 @@ def _describe(args, error):
     )
 
 
+def _matmul_batch(primitive, args, dims):
+    """Batching rule of the matmul family: one product over the batch, moving axes only if needed."""
+    (x, y), (dx, dy) = args, dims
+    if dx is None and dy is None:
+        return primitive(x, y), None
+    if dy is None and primitive is not matmul_tn and len(shape_of(y)) == 2:
+        # Rows of x times one matrix: the batch joins the rows, and one GEMM does the
+        # whole batch (a stacked matmul would run one small product per example).
+        x = move_axis_to_front(x, dx)
+        shape = shape_of(x)
+        rows = 1
+        for n in shape[:-1]:
+            rows *= n
+        out = primitive(_reshape(x, shape=(rows, shape[-1])), y)
+        return _reshape(out, shape=(*shape[:-1], shape_of(out)[-1])), 0
+    rank = max(len(shape_of(a)) - (d is not None) for a, d in zip(args, dims, strict=True))
+    return primitive(*align_batched(args, dims, rank)), 0
+
+
+_MATMUL_BATCH = GenericRule(_matmul_batch)
+
+
 # A matmul's cotangents multiply by a transposed operand: x @ y's are g @ y^T and
 # x^T @ g. matmul_nt (x @ y^T) and matmul_tn (x^T @ y) are those products as one op
 # each, the transpose inside the kernel (a free view BLAS reads as it is), so a
@@ -26,6 +50,7 @@ def _describe(args, error):
 matmul_ = primitive(
     "matmul",
     promote=True,
+    batch=_MATMUL_BATCH,
     describe=_describe,
     vjp=(lambda g, x, y, out: matmul_nt(g, y),
          lambda g, x, y, out: matmul_tn(x, g)),
@@ -35,6 +60,7 @@ matmul_ = primitive(
 matmul_nt = primitive(
     "matmul_nt",
     promote=True,
+    batch=_MATMUL_BATCH,
     vjp=(lambda g, x, y, out: matmul_(g, y),
          lambda g, x, y, out: matmul_tn(g, x)),
     jvp=(lambda t, x, y, out: matmul_nt(t, y),
@@ -43,6 +69,7 @@ matmul_nt = primitive(
 matmul_tn = primitive(
     "matmul_tn",
     promote=True,
+    batch=_MATMUL_BATCH,
     vjp=(lambda g, x, y, out: matmul_nt(y, g),
          lambda g, x, y, out: matmul_(x, g)),
     jvp=(lambda t, x, y, out: matmul_tn(t, y),
@@ -85,9 +112,23 @@ def _row_sum(g):
     return reduce_sum(g, axis=(0,), keepdims=False)
 
 
+def _dense_batch(args, dims):
+    (x, w, b), (dx, dw, db) = args, dims
+    if dw is None and db is None:
+        # One layer for the whole batch: its examples' rows are the rows of one product.
+        x = move_axis_to_front(x, dx)
+        size, rows, columns = shape_of(x)
+        out = dense_(_reshape(x, shape=(size * rows, columns)), w, b)
+        return _reshape(out, shape=(size, rows, shape_of(out)[-1])), 0
+    # Batched weights (a batch of layers): a batched product, then the bias.
+    y, y_dim = _matmul_batch(matmul_, (x, w), (dx, dw))
+    return elementwise_apply(add, (y, b), (y_dim, db))
+
+
 dense_ = primitive(
     "dense",
     promote=True,
+    batch=_dense_batch,
     vjp=(lambda g, x, w, b, out: matmul_nt(g, w),
          lambda g, x, w, b, out: matmul_tn(x, g),
          lambda g, x, w, b, out: _row_sum(g)),

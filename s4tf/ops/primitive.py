@@ -20,6 +20,16 @@ broadcasting made it larger, a tangent broadcast up to the output's; a rule may
 return an :class:`~s4tf.ops.indexing.IndexAdd`, a value added at an index of
 zeros, which the engines accumulate in place.
 
+A third rule, ``batch``, is what :func:`s4tf.vmap` applies: ONE rule per
+primitive (not per argument), ``batch(args, dims, **params) -> (out, out_dim)``.
+``args`` are the positional arguments with the batch tracers of that level
+unwrapped, ``dims[i]`` the axis of ``args[i]`` that holds the batch (``None``:
+not batched), and ``out_dim`` the axis of ``out`` that holds it (``None``: the
+result is the same for every example). Rules are written with primitives, so
+they differentiate and nest. A rule written once for many primitives (the
+elementwise rule of :mod:`s4tf.ops.batching_helpers`) is a :class:`GenericRule`:
+it receives the primitive first, bound when the primitive is defined.
+
 Calling a primitive finds the highest-level tracer among the arguments. With
 none, it runs the backend's kernel of the same name (the fast path: one type
 check per argument); otherwise that tracer's trace handles it.
@@ -45,7 +55,7 @@ from ..backends.base import current_backend
 from ..tensor import Tensor
 from .tracer import Tracer
 
-__all__ = ["EachArgument", "Primitive", "primitive"]
+__all__ = ["EachArgument", "GenericRule", "Primitive", "primitive"]
 
 _new = object.__new__
 
@@ -86,6 +96,43 @@ class EachArgument:
         return functools.partial(self.rule, i)
 
 
+class GenericRule:
+    """A batching rule written once for many primitives: ``rule(primitive, args, dims, **params)``.
+
+    Given as ``primitive(..., batch=GenericRule(rule))``, it is bound to the
+    primitive being defined, so the engine calls every batching rule the same
+    way, ``batch(args, dims, **params)``.
+
+    Examples
+    --------
+    >>> from s4tf.ops.primitive import GenericRule, primitive
+    >>> same = GenericRule(lambda op, args, dims: (op.name, dims[0]))
+    >>> neg2 = primitive("neg", batch=same)
+    >>> neg2.batch(("x",), (0,))
+    ('neg', 0)
+    """
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def bound(self, primitive):
+        """The rule with ``primitive`` given first: the engine's ``batch(args, dims, **params)``."""
+        return functools.partial(self.rule, primitive)
+
+
+def _batch_rule(name, rule):
+    """``rule`` checked to be one callable (or None); a GenericRule is bound by the caller."""
+    if rule is None or callable(rule) or isinstance(rule, GenericRule):
+        return rule
+    raise TypeError(
+        f"primitive {name!r}: batch must be one rule for the whole primitive, "
+        f"batch(args, dims, **params) -> (out, out_dim), or a GenericRule; got "
+        f"{type(rule).__name__}."
+    )
+
+
 def _rule_table(name, kind, rules):
     """``rules`` checked to be a rule table (or None), so a bare function fails at definition."""
     if rules is None or isinstance(rules, tuple | EachArgument):
@@ -108,6 +155,10 @@ class Primitive:
         Rule tables, one rule per positional argument (see the module
         docstring). A primitive without them is not differentiable
         (comparisons, argmax, ...): its results are constants.
+    batch : callable or GenericRule, optional
+        The batching rule :func:`s4tf.vmap` applies, one for the whole
+        primitive (see the module docstring). Without it, the primitive
+        raises ``NotImplementedError`` under ``vmap``.
     scalar : callable, optional
         How to compute the op when every argument is a Python number, so that
         differentiating plain float code stays in Python floats.
@@ -127,11 +178,11 @@ class Primitive:
 
     # __dict__ holds what documents the op (__doc__, __signature__, __name__, ...),
     # read only by introspection; the slots are what calls read.
-    __slots__ = ("name", "vjp", "jvp", "scalar", "promote", "describe", "_same_dtype_from",
-                 "__dict__")
+    __slots__ = ("name", "vjp", "jvp", "batch", "scalar", "promote", "describe",
+                 "_same_dtype_from", "__dict__")
 
-    def __init__(self, name, *, vjp=None, jvp=None, scalar=None, promote=False, describe=None,
-                 signature=None, doc=None, module=None):
+    def __init__(self, name, *, vjp=None, jvp=None, batch=None, scalar=None, promote=False,
+                 describe=None, signature=None, doc=None, module=None):
         self.name = name
         self.__name__ = self.__qualname__ = name
         if doc is not None:
@@ -142,6 +193,8 @@ class Primitive:
             self.__module__ = module
         self.vjp = _rule_table(name, "vjp", vjp)
         self.jvp = _rule_table(name, "jvp", jvp)
+        batch = _batch_rule(name, batch)
+        self.batch = batch.bound(self) if isinstance(batch, GenericRule) else batch
         self.scalar = scalar
         self.promote = promote
         self.describe = describe

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import builtins
 
-from .broadcasting import kept_shape, reduce_sum, unreduce
+from .broadcasting import kept_shape, reduce_sum, reduction_batch, unreduce
 from .elementwise import cast, equal, mul
-from .primitive import primitive
+from .primitive import GenericRule, primitive
 from .shapes import reshape, shape_of
 
 __all__ = ["argmax", "argmin", "max", "mean", "min", "reduce_max", "reduce_min", "sum",
@@ -70,15 +70,25 @@ _EXTREMUM_DOC = """The {which} of ``x`` over the axes ``axis`` (what ``x.{method
     {result}
     """
 reduce_max = primitive("reduce_max", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,),
+                       batch=reduction_batch,
                        signature="x, *, axis, keepdims",
                        doc=_EXTREMUM_DOC.format(which="maximum", method="max",
                                                 result="[[2.0], [4.0]]"))
 reduce_min = primitive("reduce_min", vjp=(_extremum_vjp,), jvp=(_extremum_jvp,),
+                       batch=reduction_batch,
                        signature="x, *, axis, keepdims",
                        doc=_EXTREMUM_DOC.format(which="minimum", method="min",
                                                 result="[[1.0], [3.0]]"))
-_argmax = primitive("argmax")
-_argmin = primitive("argmin")
+
+
+def _arg_batch(primitive, args, dims, *, axis):
+    # One axis, skipped like a reduction's; the batch axis moves down if it came after.
+    d = dims[0]
+    return primitive(args[0], axis=axis + (axis >= d)), d - (axis < d)
+
+
+_argmax = primitive("argmax", batch=GenericRule(_arg_batch))
+_argmin = primitive("argmin", batch=GenericRule(_arg_batch))
 
 
 def _reducer(prim, doc):

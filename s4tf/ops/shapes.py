@@ -19,8 +19,11 @@ __all__ = ["expand_dims", "reshape", "shape_of", "squeeze", "transpose"]
 def shape_of(value) -> tuple[int, ...]:
     """The shape of a Tensor (or tracer); ``()`` for a Python number."""
     # Asked several times per op and per derivative rule, so without the properties'
-    # frames: a tracer's shape is its innermost primal's (a float's is ()).
+    # frames: a tracer's shape is its innermost primal's (a float's is ()), unless a
+    # batch tracer (s4tf.vmap) on the way hides its batch axis.
     while isinstance(value, Tracer):
+        if value.hides_axis:
+            return value.shape
         value = value._primal
     if isinstance(value, Tensor):
         return tuple(value._data.shape)
@@ -31,12 +34,44 @@ def _inverse(perm):
     return tuple(int(i) for i in np.argsort(perm))
 
 
+def move_axis_to_front(x, axis):
+    """``x`` with its axis ``axis`` moved to the front (the batch axis of a batching rule).
+
+    ``axis`` None or 0 returns ``x`` itself: nothing moves unless it must.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops.batching_helpers import move_axis_to_front
+    >>> move_axis_to_front(s4tf.zeros([2, 3, 4]), 2).shape
+    (4, 2, 3)
+    """
+    if not axis:
+        return x
+    rank = len(shape_of(x))
+    return _transpose(x, perm=(axis, *(i for i in range(rank) if i != axis)))
+
+
+# Batching rules (s4tf.vmap): the batch goes in front; a permutation or a new shape
+# of the example is one of the whole batch with the batch axis kept first.
+def _reshape_batch(args, dims, *, shape):
+    x = move_axis_to_front(args[0], dims[0])
+    return _reshape(x, shape=(shape_of(x)[0], *shape)), 0
+
+
+def _transpose_batch(args, dims, *, perm):
+    d = dims[0]
+    return _transpose(args[0], perm=(d, *(p + (p >= d) for p in perm))), 0
+
+
 _reshape = primitive("reshape",
                      vjp=(lambda g, x, out, shape: _reshape(g, shape=shape_of(x)),),
-                     jvp=(lambda t, x, out, shape: _reshape(t, shape=shape),))
+                     jvp=(lambda t, x, out, shape: _reshape(t, shape=shape),),
+                     batch=_reshape_batch)
 _transpose = primitive("transpose",
                        vjp=(lambda g, x, out, perm: _transpose(g, perm=_inverse(perm)),),
-                       jvp=(lambda t, x, out, perm: _transpose(t, perm=perm),))
+                       jvp=(lambda t, x, out, perm: _transpose(t, perm=perm),),
+                       batch=_transpose_batch)
 
 
 def _resolve_shape(shape, size):

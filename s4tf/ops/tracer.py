@@ -78,8 +78,16 @@ def innermost(value):
 
 
 def strip(value):
-    """``value`` with every level of tracing removed (a stop-gradient)."""
-    return innermost(value)
+    """``value`` with every level of differentiation removed (a stop-gradient).
+
+    Levels that batch the value (:func:`s4tf.vmap`) stay: without them it
+    would be one value of the whole batch, not of one example.
+    """
+    while isinstance(value, Tracer):
+        if value.hides_axis:
+            return value.with_primal(strip(value._primal))
+        value = value._primal
+    return value
 
 
 def is_float_like(value) -> bool:
@@ -108,14 +116,20 @@ class Tracer(Tensor):
 
     __slots__ = ("_trace", "_primal")
     _traced = True
+    # Whether this level's primal holds an axis the value does not show: a batch
+    # tracer's (s4tf.vmap) primal has the batch axis, which its shape leaves out.
+    hides_axis = False
 
     # A tracer's shape and dtype are its innermost primal's (a Python float's: () and
     # float64), read without the properties of every level and of the Tensor: layers
-    # and derivative rules ask them several times per op.
+    # and derivative rules ask them several times per op. Below a batch tracer, the
+    # shape is that tracer's, which leaves the batch axis out.
     @property
     def shape(self):
         primal = self._primal
         while isinstance(primal, Tracer):
+            if primal.hides_axis:
+                return primal.shape
             primal = primal._primal
         return tuple(primal._data.shape) if isinstance(primal, Tensor) else ()
 
@@ -153,6 +167,10 @@ class Tracer(Tensor):
     __ceil__ = _refusal("math.ceil()")
     __reduce__ = _refusal("Pickling a differentiated value")
 
+    def with_primal(self, primal):
+        """This level's tracer of another primal; only levels that hide an axis define it."""
+        raise NotImplementedError  # a differentiation level is stripped, never rebuilt
+
     def __array_function__(self, func, types, args, kwargs):
         query = shape_query(func, args, kwargs)
         if query is not None:
@@ -160,7 +178,17 @@ class Tracer(Tensor):
         raise non_differentiable(f"The NumPy function numpy.{func.__name__}")
 
     def __bool__(self):
-        return bool(innermost(self))
+        value = self
+        while isinstance(value, Tracer):
+            if value.hides_axis:
+                raise TypeError(
+                    "bool() of a value batched by s4tf.vmap: each example may give a "
+                    "different answer, so Python control flow (if, while, and, or) cannot "
+                    "branch on it. Compute both branches and choose per example with "
+                    "s4tf.where(condition, x, y), or move the decision out of vmap."
+                )
+            value = value._primal
+        return bool(value)
 
     def __hash__(self):
         return id(self)
