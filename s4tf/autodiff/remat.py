@@ -16,7 +16,9 @@ backward pass, whatever the number of results.
 The recomputation reproduces the forward pass: the global random stream is
 rewound to where the forward call drew from (and put back after), and the
 ``State`` cells reachable from the arguments (BatchNorm's running statistics)
-are restored after it, so a layer's side effects happen once. On the lazy
+are restored after it, so a layer's side effects happen once. A captured
+step's recording, which redraws every draw it heard in its replays, hears the
+rerun's draws paired with the forward pass's (:class:`_HeardDraws`). On the lazy
 backend the recomputation starts from :func:`~s4tf.ops.optimization_barrier.
 optimization_barrier` of the arguments and the cotangents, so neither s4tf's
 graph nor XLA merges it with the forward pass it repeats, nor runs it before
@@ -27,8 +29,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
+import threading
 
-from .. import random
+from .. import hooks, random
 from ..ops.optimization_barrier import optimization_barrier
 from ..ops.tracer import Tracer, innermost
 from ..tensor import Tensor
@@ -148,7 +152,11 @@ def _record(trace, f, call, leaves, treedef):
             parents.append(None)
     recompute = _Recompute(f, call, treedef, primals, parents, random.get_state())
     recorded = len(trace.nodes)
-    out = call(*treedef.unflatten(primals))
+    if hooks.on_draw is None:
+        out = call(*treedef.unflatten(primals))
+    else:
+        recompute.draws = _HeardDraws()
+        out = recompute.draws.forward(lambda: call(*treedef.unflatten(primals)))
     if len(trace.nodes) != recorded:
         raise _read_from_outside(f)
     out_leaves, out_def = tree_flatten(out, differentiable=True)
@@ -230,14 +238,14 @@ class _Recompute:
     table, :mod:`.custom`).
     """
 
-    __slots__ = ("f", "call", "treedef", "primals", "positions", "rng", "outputs", "last",
-                 "seen", "cotangents")
+    __slots__ = ("f", "call", "treedef", "primals", "positions", "rng", "draws", "outputs",
+                 "last", "seen", "cotangents")
 
     def __init__(self, f, call, treedef, primals, parents, rng):
         self.f, self.call, self.treedef, self.primals, self.rng = f, call, treedef, primals, rng
         self.positions = [i for i, parent in enumerate(parents) if parent is not None]
         self.last = self.positions[-1]
-        self.outputs = None
+        self.draws = self.outputs = None
         self.seen = self.cotangents = None
 
     def __getitem__(self, i):
@@ -268,7 +276,11 @@ class _Recompute:
         stream = random.get_state()
         random.set_state(self.rng)
         try:
-            _, pullback = value_with_pullback(*points, of=self._rerun)
+            if self.draws is None or hooks.on_draw is None:
+                _, pullback = value_with_pullback(*points, of=self._rerun)
+            else:
+                _, pullback = self.draws.rerun(
+                    lambda: value_with_pullback(*points, of=self._rerun))
         finally:
             random.set_state(stream)
             for cell, value in zip(cells, saved, strict=True):
@@ -283,6 +295,52 @@ class _Recompute:
         for i, point in zip(self.positions, points, strict=True):
             primals[i] = point
         return self.call(*self.treedef.unflatten(primals))
+
+
+class _HeardDraws:
+    """The draws of one remat call, paired for a listener that redraws them (a captured step).
+
+    A captured step's recording hears every draw of the global stream and, in
+    each replay, calls the redraws in the order heard. The rerun's draws repeat
+    the forward pass's: each is passed on with a redraw that returns what its
+    forward twin drew last in that replay, so both passes see the same numbers
+    as in an uncaptured call, where the stream is rewound.
+    """
+
+    __slots__ = ("latest",)
+
+    def __init__(self):
+        self.latest = []
+
+    def forward(self, run):
+        heard, latest = hooks.hearer("on_draw"), self.latest
+
+        def on_draw(tensor, redraw):
+            k = len(latest)
+            latest.append(None)
+
+            def again():
+                latest[k] = values = redraw()
+                return values
+
+            heard(tensor, again)
+
+        return self._listening(on_draw, run)
+
+    def rerun(self, run):
+        heard, latest, count = hooks.hearer("on_draw"), self.latest, itertools.count()
+
+        def on_draw(tensor, redraw):
+            k = next(count)
+            heard(tensor, (lambda: latest[k]) if k < len(latest) else redraw)
+
+        return self._listening(on_draw, run)
+
+    @staticmethod
+    def _listening(on_draw, run):
+        listener = hooks.Listener("remat", on_draw=on_draw, thread=threading.get_ident())
+        with hooks.listening(listener):
+            return run()
 
 
 def _cells(value) -> list:

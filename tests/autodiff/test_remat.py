@@ -218,3 +218,30 @@ def test_on_xla_the_compiled_step_recomputes():
     _tree_close(*grads)
     assert "optimization_barrier" not in texts[0] and "optimization_barrier" in texts[1]
     assert temps[1] < 0.6 * temps[0], temps
+
+
+def test_captured_steps_replay_the_recomputations_draws():
+    """A captured step redraws what it heard in order: the rerun's draws stay the forward's."""
+    pytest.importorskip("jax")
+
+    def gradients(checkpoint, captured):
+        s4tf.random.seed(0)
+        with s4tf.backend("xla"):
+            model = layers.Sequential(layers.Dense(4, 8), layers.Dropout(0.5), layers.Dense(8, 1),
+                                      checkpoint=checkpoint)
+            x = s4tf.random.normal([6, 4])
+
+        def step(model, x):
+            with s4tf.training():
+                return s4tf.gradient(model, of=lambda m: (m(x) ** 2).sum())
+
+        run = s4tf.xla.compile(step) if captured else step
+        s4tf.random.seed(1)
+        results = [run(model, x).layers[0].weight.numpy().copy() for _ in range(5)]
+        return results, getattr(run, "body_runs", None)
+
+    expected, _ = gradients(checkpoint=False, captured=False)
+    results, body_runs = gradients(checkpoint=True, captured=True)
+    assert body_runs == 3  # recorded once, verified twice, then replayed
+    for want, got in zip(expected, results, strict=True):
+        np.testing.assert_array_equal(got, want)
