@@ -16,6 +16,7 @@ returns it, and the function's pullback and differential follow from it.
 
 from __future__ import annotations
 
+from ..dtypes import as_dtype
 from ..user_frames import user_location
 from .custom import CustomDerivative
 from .operators import traced_pullback
@@ -58,8 +59,8 @@ class LinearTrace(ReverseTrace):
 
     __slots__ = ()
 
-    def _check(self, primitive, args):
-        """Raise if ``primitive(*args)`` is not linear in this trace's tracers among ``args``."""
+    def _check(self, primitive, args, params):
+        """Raise if ``primitive(*args, **params)`` is not linear in this trace's tracers."""
         traced = [i for i, arg in enumerate(args)
                   if type(arg) is ReverseTracer and arg._trace is self]
         name = primitive.name
@@ -74,6 +75,8 @@ class LinearTrace(ReverseTrace):
                        "in which it is not linear")
         elif kind == "product" and len(traced) > 1:
             problem = f"{name} combines two values that depend on them (a product is not linear)"
+        elif name == "cast" and not as_dtype(params["dtype"]).is_floating:
+            problem = "cast rounds a value that depends on them to integers"
         else:
             return
         raise ValueError(
@@ -85,11 +88,11 @@ class LinearTrace(ReverseTrace):
         )
 
     def process(self, primitive, args, params):
-        self._check(primitive, args)
+        self._check(primitive, args, params)
         return super().process(primitive, args, params)
 
     def process_binary(self, primitive, x, y):
-        self._check(primitive, (x, y))
+        self._check(primitive, (x, y), None)
         return super().process_binary(primitive, x, y)
 
 

@@ -63,6 +63,7 @@ class TestAdjoint:
     (lambda x: 1.0 / x, "div takes a value that depends on them as its argument 1"),
     (lambda x: s4tf.relu(x), "relu, which is not linear"),
     (lambda x: s4tf.where(x > 0.0, x, 0.0), "greater, which is not linear"),
+    (lambda x: s4tf.cast(x, dtype=s4tf.int32) * 1.0, "cast rounds a value"),
 ])
 def test_a_nonlinear_function_is_refused_naming_the_op_and_line(f, problem):
     with pytest.raises(ValueError, match=problem) as error:
