@@ -60,3 +60,17 @@ def test_remat_puts_optimization_barriers_in_the_step():
 def test_a_function_recording_nothing_is_explained():
     with pytest.raises(ValueError, match="recorded no operation on the xla backend"):
         s4tf.xla.lower(lambda x: x * 2.0, s4tf.ones([2]).to("naive"))
+
+
+def test_a_step_split_by_an_observation_is_refused():
+    x = s4tf.to_backend(s4tf.ones([2]), "xla")
+
+    def step(x):
+        y = x * 2.0
+        if float(y.sum()) > 0:  # observing a value runs what came before: two programs
+            y = y + 1.0
+        return y
+
+    with pytest.raises(ValueError, match="observed a lazy value"):
+        s4tf.xla.lower(step, x)
+    assert graph.pending_count() == 0

@@ -17,6 +17,7 @@ import jax
 from ..base import backend
 from . import graph
 from .compiler import _replay
+from .counters import COUNTERS
 
 __all__ = ["lowered"]
 
@@ -34,8 +35,18 @@ def lowered(fn, *args, **kwargs):
     True
     """
     graph.barrier()  # pending work from before belongs to no step of fn's
+    executions = COUNTERS["executions"]
     with backend("xla"):
         result = fn(*args, **kwargs)
+    if COUNTERS["executions"] != executions:
+        graph.barrier()
+        raise ValueError(
+            f"s4tf.xla.lower: {getattr(fn, '__name__', 'the function')} observed a lazy value "
+            "(float(), .numpy(), print, bool() of a tensor, s4tf.barrier()), which ran the "
+            "work recorded before it as a program of its own: its step is several programs, "
+            "and one text would show only the last. Move the observation out of the function, "
+            "or lower the part before it and the part after it separately."
+        )
     trace = graph.collect()  # ``result`` is alive here: its arrays are the step's outputs
     if trace is None:
         raise ValueError(
