@@ -61,6 +61,13 @@ def lower(fn, *args, **kwargs) -> str:
     str
         The StableHLO module, as MLIR text.
 
+    Raises
+    ------
+    ValueError
+        If ``fn`` records nothing on the xla backend, or observes a lazy value
+        (``float()``, ``.numpy()``, printing), which splits its step in several
+        programs.
+
     Examples
     --------
     >>> import s4tf
