@@ -22,8 +22,8 @@ import dataclasses
 import threading
 import typing
 
-__all__ = ["Listener", "around_layer_call", "installed", "listening", "on_array", "on_barrier",
-           "on_draw", "on_update"]
+__all__ = ["Listener", "around_layer_call", "hearer", "installed", "listening", "on_array",
+           "on_barrier", "on_draw", "on_update"]
 
 KINDS = ("on_array", "on_barrier", "on_update", "on_draw", "around_layer_call")
 
@@ -162,3 +162,25 @@ def installed(owner: str) -> bool:
     False
     """
     return any(listener.owner == owner and _applies(listener) for listener in _stack)
+
+
+def hearer(kind: str):
+    """The handler that hears an event of ``kind`` in this thread now (None: nobody).
+
+    What a listener that passes events on (changed) calls: the handler the
+    event would reach without it, found before it is installed.
+
+    Examples
+    --------
+    >>> from s4tf import hooks
+    >>> seen = []
+    >>> with hooks.listening(hooks.Listener("example", on_barrier=lambda: seen.append(1))):
+    ...     hooks.hearer("on_barrier")()
+    >>> seen, hooks.hearer("on_barrier")
+    ([1], None)
+    """
+    for listener in reversed(_stack):
+        handler = getattr(listener, kind)
+        if handler is not None and _applies(listener):
+            return handler
+    return None

@@ -14,11 +14,13 @@ from .operators import (
     value_with_pullback,
     without_derivative,
 )
+from .remat import remat
+from .transpose import linear_transpose
 from .vmap import vmap
 
 __all__ = [
     "CustomDerivative", "NonDifferentiableError", "ZeroDerivativeWarning", "derivative",
-    "differentiable", "differential", "gradient", "pullback", "value_with_derivative",
-    "value_with_differential", "value_with_gradient", "value_with_pullback",
-    "vmap", "without_derivative",
+    "differentiable", "differential", "gradient", "linear_transpose", "pullback", "remat",
+    "value_with_derivative", "value_with_differential", "value_with_gradient",
+    "value_with_pullback", "vmap", "without_derivative",
 ]

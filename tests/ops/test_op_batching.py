@@ -23,6 +23,7 @@ from s4tf.ops.batching_helpers import fold_leading_axis
 from s4tf.ops.elementwise import pow_scalar, relu_grad
 from s4tf.ops.joining import concat_
 from s4tf.ops.linalg import dense_, matmul_, matmul_nt, matmul_tn
+from s4tf.ops.optimization_barrier import optimization_barrier
 from s4tf.ops.reductions import reduce_max, reduce_min
 from s4tf.testing import assert_allclose, check_gradients
 
@@ -145,6 +146,14 @@ NOT_DIFFERENTIABLE = {
     "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
     "argmax", "argmin",
 }
+
+# remat's optimization barrier (s4tf/ops/optimization_barrier.py, not exported): the
+# identity in its first operand, the others (the cotangents it waits for) on other axes.
+BATCH_CASES.update({
+    "optimization_barrier": (lambda x, y: optimization_barrier(x, y), [T(4, 3), T(3, 4)], (0, 1)),
+    "optimization_barrier_unbatched_first": (lambda x, y: optimization_barrier(x, y) * y.sum(),
+                                             [T(3), T(2, 4)], (None, 1)),
+})
 
 
 def _axes(in_axes, args):
