@@ -48,6 +48,8 @@ from .autodiff import (
     derivative,
     differential,
     gradient,
+    hessian,
+    jacobian,
     pullback,
     value_with_derivative,
     value_with_differential,
