@@ -58,11 +58,12 @@ class _PullbackTable:
 class CustomDerivative:
     """A function with user-given derivatives; see :func:`differentiable`."""
 
-    def __init__(self, fn, vjp=None, jvp=None):
+    def __init__(self, fn, vjp=None, jvp=None, transpose=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self._vjp = vjp
         self._jvp = jvp
+        self.transpose_rule = transpose
 
     def vjp(self, rule):
         """Register the reverse-mode rule ``rule(*args) -> (value, pullback)``."""
@@ -73,6 +74,35 @@ class CustomDerivative:
         """Register the forward-mode rule ``rule(*args) -> (value, differential)``."""
         self._jvp = rule
         return rule
+
+    def transpose(self, rule):
+        """Register ``rule(cotangent) -> cotangents of the arguments``, the transpose of a linear ``fn``.
+
+        The manifesto's ``@transpose(of:)``: :func:`s4tf.linear_transpose` returns
+        ``rule``. A linear map is its own derivative, so unless ``vjp``/``jvp``
+        rules are registered, ``fn``'s pullback is ``rule`` and its differential
+        ``fn`` itself.
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> @s4tf.differentiable
+        ... def triple(x):
+        ...     return 3.0 * x
+        >>> @triple.transpose
+        ... def _(v):
+        ...     return 3.0 * v
+        >>> s4tf.linear_transpose(triple, 0.0)(1.0), s4tf.derivative(2.0, of=triple)
+        (3.0, 3.0)
+        """
+        self.transpose_rule = rule
+        return rule
+
+    def _linear_vjp(self, *args):
+        return self.fn(*args), self.transpose_rule
+
+    def _linear_jvp(self, *args):
+        return self.fn(*args), self.fn
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -85,9 +115,10 @@ class CustomDerivative:
                 top = leaf._trace
         if top is None:
             return self.fn(*args)
-        if isinstance(top, ReverseTrace) and self._vjp is not None:
+        linear = self.transpose_rule is not None
+        if isinstance(top, ReverseTrace) and (self._vjp is not None or linear):
             return self._reverse(top, leaves, treedef)
-        if isinstance(top, ForwardTrace) and self._jvp is not None:
+        if isinstance(top, ForwardTrace) and (self._jvp is not None or linear):
             return self._forward(top, leaves, treedef)
         # No rule for this mode: differentiate through the body itself.
         return self.fn(*args)
@@ -98,7 +129,7 @@ class CustomDerivative:
             leaf._node if isinstance(leaf, ReverseTracer) and leaf._trace is trace else None
             for leaf in leaves
         )
-        value, pullback = self._vjp(*treedef.unflatten(primals))
+        value, pullback = (self._vjp or self._linear_vjp)(*treedef.unflatten(primals))
         if not _is_differentiable_value(value):
             return value
         rules = _PullbackTable(pullback, treedef, parents)
@@ -111,7 +142,7 @@ class CustomDerivative:
             for leaf in leaves
         ]
         args = treedef.unflatten(primals)
-        value, differential = self._jvp(*args)
+        value, differential = (self._jvp or self._linear_jvp)(*args)
         from .operators import _finish
 
         tangent_args = treedef.tangent_unflatten(
@@ -123,11 +154,13 @@ class CustomDerivative:
         return ForwardTracer(trace, value, tangent)
 
 
-def differentiable(fn=None, *, vjp=None, jvp=None):
+def differentiable(fn=None, *, vjp=None, jvp=None, transpose=None):
     """Give ``fn`` custom derivatives (S4TF's ``@derivative(of:)``).
 
     Use as a decorator and then register rules with ``@fn.vjp`` / ``@fn.jvp``, or
     wrap a foreign function in one call: ``s4tf.differentiable(math.exp, vjp=..., jvp=...)``.
+    A linear function may instead give its transpose (``@fn.transpose`` or
+    ``transpose=``): see :func:`s4tf.linear_transpose`.
 
     Examples
     --------
@@ -143,5 +176,5 @@ def differentiable(fn=None, *, vjp=None, jvp=None):
     (2.718282, 2.718282)
     """
     if fn is None:
-        return lambda f: CustomDerivative(f, vjp=vjp, jvp=jvp)
-    return CustomDerivative(fn, vjp=vjp, jvp=jvp)
+        return lambda f: CustomDerivative(f, vjp=vjp, jvp=jvp, transpose=transpose)
+    return CustomDerivative(fn, vjp=vjp, jvp=jvp, transpose=transpose)

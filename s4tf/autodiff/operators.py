@@ -112,7 +112,23 @@ def value_with_pullback(*points, of):
     >>> pb(s4tf.Tensor([1.0, 1.0])).tolist()
     [2.0, 4.0]
     """
-    trace = ReverseTrace()
+    return traced_pullback(ReverseTrace(), points, of)
+
+
+def traced_pullback(trace, points, of):
+    """``value_with_pullback(*points, of=of)``, recorded on ``trace``.
+
+    ``trace`` is a new :class:`~.reverse.ReverseTrace` or a subclass of it
+    (:func:`s4tf.linear_transpose`'s checks that each op is linear).
+
+    Examples
+    --------
+    >>> from s4tf.autodiff.operators import traced_pullback
+    >>> from s4tf.autodiff.reverse import ReverseTrace
+    >>> value, pb = traced_pullback(ReverseTrace(), (3.0,), lambda x: x * x)
+    >>> value, pb(1.0)
+    (9.0, 6.0)
+    """
     inputs, traced_points = [], []
     for i, point in enumerate(points):
         if type(point) is Tensor and point.dtype.is_floating:

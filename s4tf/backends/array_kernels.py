@@ -222,6 +222,11 @@ class ArrayKernels(NNKernels):
         out += b
         return out
 
+    # Scheduling.
+    def optimization_barrier(self, x, *after):
+        # Eager backends run ops in program order: nothing to keep apart, x as it is.
+        return x
+
 
 def _swap_last_axes(x):
     """A view of ``x`` with its last two axes swapped (a matrix's transpose)."""

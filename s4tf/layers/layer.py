@@ -14,6 +14,7 @@ import functools
 import typing
 
 from .. import hooks
+from ..autodiff.remat import remat_call
 from ..differentiable import Differentiable, no_derivative
 from ..ops.elementwise import cast
 from ..ops.shapes import shape_of
@@ -161,6 +162,16 @@ def check_input_shape(layer, x, expected, hint: str = "") -> None:
 class Sequential(Layer):
     """Layers applied one after another: ``Sequential(a, b, c)(x) == c(b(a(x)))``.
 
+    Parameters
+    ----------
+    *layers : Layer or callable
+        The layers, in order (or one list of them).
+    checkpoint : bool, default False
+        Rematerialise each layer (:func:`s4tf.remat`): reverse mode keeps only
+        the layers' inputs and recomputes each layer's intermediates in the
+        backward pass. Gradients are identical; memory between the passes
+        shrinks, for one more forward pass of time.
+
     Examples
     --------
     >>> import s4tf
@@ -168,11 +179,22 @@ class Sequential(Layer):
     >>> model = layers.Sequential(layers.Dense(3, 4, activation=s4tf.relu), layers.Dense(4, 2))
     >>> model(s4tf.ones([5, 3])).shape
     (5, 2)
+    >>> deep = layers.Sequential(model.layers, checkpoint=True)
+    >>> x = s4tf.ones([5, 3])
+    >>> g = s4tf.gradient(deep, of=lambda m: m(x).sum())
+    >>> g.layers[0].weight.tolist() == s4tf.gradient(model, of=lambda m: m(x).sum()).layers[0].weight.tolist()
+    True
     """
 
     layers: list
+    checkpoint: bool = no_derivative(default=False)
 
-    def __init__(self, *layers):
+    def __init__(self, *layers, checkpoint: bool = False):
+        if not isinstance(checkpoint, bool):
+            raise TypeError(
+                f"Sequential: checkpoint must be True or False, got {checkpoint!r}."
+            )
+        self.checkpoint = checkpoint
         if len(layers) == 1 and isinstance(layers[0], list | tuple):
             layers = tuple(layers[0])
         for i, layer in enumerate(layers):
@@ -184,6 +206,10 @@ class Sequential(Layer):
         self.layers = list(layers)
 
     def __call__(self, input):
+        if self.checkpoint:
+            for layer in self.layers:
+                input = remat_call(layer, input)
+            return input
         for layer in self.layers:
             input = layer(input)
         return input

@@ -67,6 +67,12 @@ class JaxKernels(JaxNormKernels, JaxNNKernels, ArrayKernels):
         # sharding propagation would pick for it.
         return jax.lax.with_sharding_constraint(x, sharding)
 
+    def optimization_barrier(self, x, *after):
+        # x, which XLA may neither compute before every value of ``after`` exists nor
+        # merge with an equal computation elsewhere (no CSE across the barrier): what
+        # s4tf.remat's recomputation starts from, as jax.checkpoint's does.
+        return lax.optimization_barrier((x, *after))[0]
+
 
 def _outside_to_end(indices, n):
     """``indices`` with every value outside ``[0, n)`` moved to ``n`` (out of bounds for JAX)."""
