@@ -12,8 +12,8 @@ Eager backends run in program order, so there the op returns ``x``.
 
 It is not part of the public op set (``s4tf.ops.__all__``): only the remat
 machinery calls it. It differentiates as the identity in ``x`` (``after`` only
-orders the computation, so it gets no derivative), so recomputations nest for
-higher order.
+orders the computation, so it gets no derivative) and batches as ``x`` is
+batched, so recomputations nest for higher order and under ``vmap``.
 """
 
 from __future__ import annotations
@@ -28,10 +28,16 @@ def _first_only(i, v, x, *after, out):
     return v if i == 0 else None
 
 
+def _batch(args, dims):
+    """Under vmap: the barrier of the unwrapped values; the batch stays where ``x`` has it."""
+    return optimization_barrier(*args), dims[0]
+
+
 optimization_barrier = primitive(
     "optimization_barrier",
     vjp=EachArgument(_first_only),
     jvp=EachArgument(_first_only),
+    batch=_batch,
     signature="x, *after",
     doc="""``x``, kept apart: XLA may neither compute it before every value of ``after``
 nor merge it with an equal computation (``jax.lax.optimization_barrier``).

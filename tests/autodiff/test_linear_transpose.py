@@ -46,6 +46,12 @@ class TestAdjoint:
         assert tp["a"].tolist() == [3.0, 6.0] and tp["b"].tolist() == [3.0, 3.0, 3.0]
         assert float(ts) == -3.0
 
+    def test_under_vmap(self):
+        s4tf.random.seed(2)
+        a, v = s4tf.random.normal([3, 4]), s4tf.random.normal([6, 3])
+        ft = s4tf.linear_transpose(lambda x: a @ x, s4tf.zeros([4]))
+        assert_allclose(s4tf.vmap(ft)(v), v @ a, rtol=1e-5, atol=1e-6)
+
     def test_an_affine_map_is_transposed_as_its_linear_part(self):
         ft = s4tf.linear_transpose(lambda x: 2.0 * x + 1.0, s4tf.zeros([2]))
         assert ft(s4tf.ones([2])).tolist() == [2.0, 2.0]

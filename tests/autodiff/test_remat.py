@@ -78,6 +78,26 @@ class TestSameDerivatives:
         expected = s4tf.gradient(x, of=lambda x: s4tf.gradient(x, of=lambda x: _block(x).sum())[0])
         assert_allclose(hessian_row, expected, rtol=1e-5)
 
+    def test_composes_with_vmap_both_ways(self):
+        plain = _mlp()
+        checkpointed = layers.Sequential(plain.layers, checkpoint=True)
+        x, y = s4tf.random.normal([5, 4]), s4tf.random.normal([5, 4])
+
+        def loss(m, x, y):
+            return ((m(s4tf.expand_dims(x, 0)) - y) ** 2).sum()
+
+        per_example = s4tf.vmap(s4tf.gradient(of=loss), in_axes=(None, 0, 0))
+        expected = per_example(plain, x, y)[0]
+        assert expected.layers[0].weight.shape == (5, 4, 4)
+        _tree_close(expected, per_example(checkpointed, x, y)[0])
+
+        def batched_loss(call):
+            return lambda m: s4tf.vmap(lambda x: call(m, x).sum())(x).sum()
+
+        _tree_close(s4tf.gradient(plain, of=batched_loss(lambda m, x: m(s4tf.expand_dims(x, 0)))),
+                    s4tf.gradient(plain, of=batched_loss(
+                        lambda m, x: s4tf.remat(lambda m, x: m(s4tf.expand_dims(x, 0)))(m, x))))
+
     def test_sequential_checkpoint(self):
         plain = _mlp()
         checkpointed = layers.Sequential(plain.layers, checkpoint=True)
