@@ -151,6 +151,20 @@ def test_gradient_through_a_jacobian_and_a_jacobian_of_a_jacobian():
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_jacobian_and_hessian_through_remat(mode):
+    x = s4tf.Tensor(X)
+    f = lambda x: s4tf.tanh(s4tf.sin(x) * 2.0)
+    assert_allclose(s4tf.jacobian(x, of=s4tf.remat(f), mode=mode),
+                    s4tf.jacobian(x, of=f, mode=mode), atol=1e-12)
+    s4tf.random.seed(0)
+    stack = [layers.Dense(3, 3, activation=s4tf.gelu, dtype=s4tf.float64) for _ in range(2)]
+    batch = s4tf.Tensor(RNG.standard_normal((2, 3)))
+    loss = lambda m: (m(batch) ** 2).sum()
+    assert_allclose(s4tf.hessian(layers.Sequential(*stack, checkpoint=True), of=loss),
+                    s4tf.hessian(layers.Sequential(*stack), of=loss), atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_vmap_of_jacobian_gives_per_example_jacobians(mode):
     xs = RNG.standard_normal((4, 3))
     got = s4tf.vmap(s4tf.jacobian(of=_tanh_layer, mode=mode))(s4tf.Tensor(xs))
