@@ -129,7 +129,10 @@ BATCH_CASES = {
     "matmul_nt": (lambda x, y: matmul_nt(x, y), [T(4, 2, 3), T(5, 3)], (0, None)),
     "matmul_nt_both": (lambda x, y: matmul_nt(x, y), [T(2, 3, 4), T(4, 5, 3)], (2, 0)),
     "matmul_tn": (lambda x, y: matmul_tn(x, y), [T(4, 3, 2), T(3, 5)], (0, None)),
+    # A contracted axis of size 1 (per-example weight gradients): a broadcast product.
     "matmul_tn_both": (lambda x, y: matmul_tn(x, y), [T(4, 1, 3), T(4, 1, 2)], (0, 0)),
+    "matmul_outer": (lambda x, y: matmul_(x, y), [T(3, 1, 4), T(4, 1, 2)], (2, 0)),
+    "matmul_nt_outer": (lambda x, y: matmul_nt(x, y), [T(4, 3, 1), T(2, 1)], (0, None)),
     "dense": (lambda x, w, b: dense_(x, w, b), [T(4, 2, 3), T(3, 5), T(5)], (0, None, None)),
     "dense_batched_layers": (lambda x, w, b: dense_(x, w, b), [T(2, 3), T(4, 3, 5), T(5, 4)],
                              (None, 0, 1)),
