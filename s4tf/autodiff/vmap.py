@@ -16,7 +16,7 @@ from ..ops.batching_helpers import move_axis
 from ..ops.broadcasting import broadcast_to
 from ..ops.shapes import expand_dims, shape_of
 from ..tensor import Tensor
-from ..tree import join_path, tree_children, tree_flatten
+from ..tree import join_path, tree_children, tree_flatten, tree_leaf_paths
 from .batching import BatchTrace, BatchTracer
 
 __all__ = ["vmap"]
@@ -37,13 +37,14 @@ def _leaf_axes(value, axes, path, what, out) -> None:
     Differentiable value's fields) holding ints, None or further structure.
     """
     if _is_axis(axes):
-        out.extend([(axes, path)] * len(tree_flatten(value)[0]))
+        for leaf_path in tree_leaf_paths(value):
+            out.append((axes, path if leaf_path == "value" else join_path(path, leaf_path)))
         return
     kind, children = tree_children(value)
     axes_kind, axes_children = tree_children(axes)
     if kind is None or axes_kind is None or _FAMILIES.get(kind) != _FAMILIES.get(axes_kind):
         raise ValueError(
-            f"vmap: {what} at {path or 'the top'} is {axes!r:.80}, which does not match the "
+            f"vmap: {what} at {_place(path, what)} is {axes!r:.80}, which does not match the "
             f"value there (a {type(value).__name__}). Give an int (the axis to map), None (not "
             "mapped), or a structure of the value's shape holding those."
         )
@@ -51,7 +52,7 @@ def _leaf_axes(value, axes, path, what, out) -> None:
     if len(given) != len(children) if _FAMILIES[kind] == "sequence" else not set(given) <= {
             key for key, _, _ in children}:
         raise ValueError(
-            f"vmap: {what} at {path or 'the top'} has the entries {sorted(map(str, given))}, "
+            f"vmap: {what} at {_place(path, what)} has the entries {sorted(map(str, given))}, "
             f"but the value there has {[str(key) for key, _, _ in children]}; give one entry "
             "per element (a dict may leave fields out: they get None)."
         )
@@ -79,16 +80,20 @@ def _argument_axes(args, in_axes):
 def _normal_axis(axis, positions, name, what):
     """``axis`` in ``[0, positions)``, negative ones counted from the end; else a ValueError."""
     if not -positions <= axis < positions:
+        rank = positions if what == "in_axes" else positions - 1
         raise ValueError(
-            f"vmap: {what} asks for axis {axis} of {name}, which has {positions} places for "
-            f"it; use an axis in [{-positions}, {positions - 1}]."
+            f"vmap: {what} asks for axis {axis} of {name}, which has rank {rank}; use an axis "
+            f"in [{-positions}, {positions - 1}]."
         )
     return axis % positions
 
 
-def _argument_name(path):
+def _place(path, what):
+    """Where ``path`` is, for messages: ``args[1].weight`` or ``the result.0``."""
+    if what == "out_axes":
+        return f"the result{'.' + path if path else ''}"
     index, dot, rest = path.partition(".")
-    return f"args[{index}]{dot}{rest}"
+    return f"args[{index}]{dot}{rest}" if path else "the arguments"
 
 
 def _wrap_arguments(args, in_axes, trace_factory):
@@ -97,7 +102,7 @@ def _wrap_arguments(args, in_axes, trace_factory):
     _leaf_axes(tuple(args), _argument_axes(args, in_axes), "", "in_axes", axes)
     sizes, mapped = {}, []
     for leaf, (axis, path) in zip(leaves, axes, strict=True):
-        name = _argument_name(path)
+        name = _place(path, "in_axes")
         if axis is None:
             mapped.append(None)
             continue
@@ -135,7 +140,7 @@ def _wrap_arguments(args, in_axes, trace_factory):
 def _output(leaf, axis, path, trace):
     """One leaf of the result with the batch on ``axis`` (None: not batched)."""
     batched = type(leaf) is BatchTracer and leaf._trace is trace
-    name = f"the result{'.' + path if path else ''}"
+    name = _place(path, "out_axes")
     if axis is None:
         if batched:
             raise ValueError(
