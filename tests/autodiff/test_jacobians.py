@@ -170,6 +170,17 @@ def test_vmap_of_jacobian_gives_per_example_jacobians(mode):
     got = s4tf.vmap(s4tf.jacobian(of=_tanh_layer, mode=mode))(s4tf.Tensor(xs))
     assert got.shape == (4, 2, 3)
     assert_allclose(got, np.stack([_tanh_layer_jacobian(x) for x in xs]), atol=1e-12)
+    # Several points and result leaves: the flat axis is cut per leaf inside vmap too.
+    ys = RNG.standard_normal((4, 3))
+
+    def f(x, y):
+        return {"product": x * y, "cube": (x[0] * x * x).sum()}
+
+    got = s4tf.vmap(s4tf.jacobian(of=f, mode=mode))(s4tf.Tensor(xs), s4tf.Tensor(ys))
+    assert got["product"][1].shape == (4, 3, 3) and got["cube"][0].shape == (4, 3)
+    for i in range(4):
+        one = s4tf.jacobian(s4tf.Tensor(xs[i]), s4tf.Tensor(ys[i]), of=f, mode=mode)
+        assert_allclose(s4tf.tree_map(lambda t, i=i: t[i], got), one, atol=1e-12)
 
 
 def test_errors_name_the_mistake():
