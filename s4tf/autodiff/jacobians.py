@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import float64
-from ..ops import broadcast_to, split, transpose
+from ..ops import split, transpose
 from ..ops.shapes import reshape, shape_of
 from ..ops.tracer import innermost, is_float_like
 from ..tensor import Tensor, from_numpy
@@ -61,11 +61,8 @@ class _Leaves:
             start += size
         return rows
 
-    def cut(self, batched, shape):
-        """``batched`` (flat axis first, then ``shape``) cut along that axis, one part per leaf."""
-        if shape_of(batched) != (self.total, *shape):
-            # No input reached this result: vmap hands it back without the batch axis.
-            batched = broadcast_to(batched, (self.total, *shape))
+    def cut(self, batched):
+        """``batched`` (flat axis first) cut along that axis, one part per leaf."""
         return [batched] if len(self.sizes) == 1 else split(batched, self.sizes, axis=0)
 
 
@@ -104,11 +101,8 @@ def _reverse(points, of):
     tangents = vmap(pb)(out_def.tangent_unflatten(outs.unit_vectors()))
     tangents = (tangents,) if len(points) == 1 else tangents
     # parts[p][j][k]: point p's leaf j, the rows of result leaf k.
-    parts = [
-        [outs.cut(rows, shape) for rows, shape in
-         zip(treedef.tangent_leaves(tangent), point.shapes, strict=True)]
-        for (point, treedef), tangent in zip(ins, tangents, strict=True)
-    ]
+    parts = [[outs.cut(rows) for rows in treedef.tangent_leaves(tangent)]
+             for (_, treedef), tangent in zip(ins, tangents, strict=True)]
     blocks = [
         [[_block(parts[p][j][k], (*out_shape, *shape), leaf)
           for j, (leaf, shape) in enumerate(zip(point.leaves, point.shapes, strict=True))]
@@ -130,7 +124,7 @@ def _forward(points, of):
     columns = out_def.tangent_leaves(vmap(df)(*tangents))
     blocks = []
     for column, out_shape in zip(columns, outs.shapes, strict=True):
-        parts = iter(flat.cut(column, out_shape))
+        parts = iter(flat.cut(column))
         # (leaf size, *out_shape) -> (*out_shape, leaf size): the columns go last.
         last = (*range(1, len(out_shape) + 1), 0)
         blocks.append([
