@@ -151,6 +151,21 @@ def test_gradient_through_a_jacobian_and_a_jacobian_of_a_jacobian():
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_derivatives_of_jacobians_and_jacobians_of_derivatives(mode):
+    # d/dt sum diag(cos(X t)) = sum(-sin(X t) X), forward mode over a Jacobian.
+    d = s4tf.derivative(2.0, of=lambda t: s4tf.jacobian(s4tf.Tensor(X) * t, of=s4tf.sin,
+                                                         mode=mode).sum())
+    assert float(d) == pytest.approx(float((-np.sin(2 * X) * X).sum()))
+    # The Jacobian of x -> d/dt sin(x t) at t = 1.5: diag(cos(1.5 x) - 1.5 x sin(1.5 x)).
+    j = s4tf.jacobian(s4tf.Tensor(X), mode=mode,
+                      of=lambda x: s4tf.derivative(1.5, of=lambda t: s4tf.sin(x * t)))
+    assert_allclose(j, np.diag(np.cos(1.5 * X) - 1.5 * X * np.sin(1.5 * X)), atol=1e-12)
+    # A pullback of the Jacobian diag(3 x^2), at the identity: 6 x.
+    pb = s4tf.pullback(s4tf.Tensor(X), of=s4tf.jacobian(of=lambda x: x * x * x, mode=mode))
+    assert_allclose(pb(s4tf.Tensor(np.eye(3))), 6 * X, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_jacobian_and_hessian_through_remat(mode):
     x = s4tf.Tensor(X)
     f = lambda x: s4tf.tanh(s4tf.sin(x) * 2.0)
