@@ -88,7 +88,8 @@ def _block(value, shape, point_leaf):
 def _assemble(blocks, out_def, point_defs):
     """The result from ``blocks[k][p]``, the leaf blocks of result leaf ``k`` and point ``p``."""
     return out_def.tangent_unflatten([
-        _pack([treedef.tangent_unflatten(leaves) for treedef, leaves in zip(point_defs, row, strict=True)])
+        _pack([treedef.tangent_unflatten(leaves)
+               for treedef, leaves in zip(point_defs, row, strict=True)])
         for row in blocks
     ])
 
@@ -120,7 +121,8 @@ def _forward(points, of):
     # vectors, all at once, gives every column of the Jacobian.
     flat = _Leaves([leaf for point, _ in ins for leaf in point.leaves])
     units = iter(flat.unit_vectors())
-    tangents = [treedef.tangent_unflatten([next(units) for _ in point.leaves]) for point, treedef in ins]
+    tangents = [treedef.tangent_unflatten([next(units) for _ in point.leaves])
+                for point, treedef in ins]
     columns = out_def.tangent_leaves(vmap(df)(*tangents))
     blocks = []
     for column, out_shape in zip(columns, outs.shapes, strict=True):
