@@ -136,6 +136,9 @@ def test_one_batched_pass_not_one_per_element(monkeypatch):
     calls.clear()
     s4tf.jacobian(s4tf.Tensor(X), of=f, mode="forward")
     assert len(calls) == 2  # the value, then one differential over a batch of 3 tangents
+    calls.clear()
+    s4tf.hessian(s4tf.Tensor(X), of=lambda x: f(x).sum())
+    assert len(calls) == 2  # forward over reverse: the gradient, then one batched pass
 
 
 def test_gradient_through_a_jacobian_and_a_jacobian_of_a_jacobian():
@@ -214,7 +217,14 @@ def test_errors_name_the_mistake():
 
 
 def test_of_alone_returns_the_derived_function_keeping_the_mode():
-    jac = s4tf.jacobian(of=_tanh_layer, mode="forward")
-    assert jac.__name__ == "_tanh_layer"
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return _tanh_layer(x)
+
+    jac = s4tf.jacobian(of=f, mode="forward")
+    assert jac.__name__ == "f"
     assert_allclose(jac(s4tf.Tensor(X)), _tanh_layer_jacobian(X), atol=1e-12)
+    assert len(calls) == 2  # forward mode's two runs (reverse runs f once)
     assert s4tf.hessian(of=lambda t: t ** 3)(1.0) == 6.0
