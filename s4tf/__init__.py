@@ -48,6 +48,8 @@ from .autodiff import (
     derivative,
     differential,
     gradient,
+    hessian,
+    jacobian,
     linear_transpose,
     pullback,
     remat,

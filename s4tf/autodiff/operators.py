@@ -8,6 +8,7 @@ function gets several arguments and tangents come back as a tuple. Called with
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -28,19 +29,30 @@ __all__ = [
 
 
 def _operator(fn):
-    """Let ``op(of=f)`` return the derived function ``lambda *points: op(*points, of=f)``."""
+    """Let ``op(of=f)`` return the derived function ``lambda *points: op(*points, of=f)``.
+
+    Keyword options after ``of=`` (``jacobian``'s ``mode=``) go to ``fn`` and are
+    kept by the derived function.
+    """
+
+    allowed = [name for name, parameter in inspect.signature(fn).parameters.items()
+               if parameter.kind is parameter.KEYWORD_ONLY and name != "of"]
 
     @functools.wraps(fn)
-    def operator(*points, of=None):
+    def operator(*points, of=None, **options):
+        if options and not options.keys() <= set(allowed):
+            unknown = sorted(options.keys() - set(allowed))
+            raise TypeError(f"{fn.__name__}() got unexpected keyword argument(s) {unknown}; "
+                            f"its keywords are {['of', *allowed]}.")
         if of is None:
             raise TypeError(f"{fn.__name__}() needs the function to differentiate as of=...")
         if not callable(of):
             raise TypeError(f"{fn.__name__}(): of= must be callable, got {type(of).__name__}.")
         if not points:
-            derived = functools.partial(operator, of=of)
+            derived = functools.partial(operator, of=of, **options)
             functools.update_wrapper(derived, of, assigned=("__name__", "__doc__"), updated=())
             return derived
-        return fn(*points, of=of)
+        return fn(*points, of=of, **options)
 
     return operator
 

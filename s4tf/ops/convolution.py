@@ -20,8 +20,9 @@ depthwise convolution is ``conv`` with one channel group per input channel.
 
 from __future__ import annotations
 
+from .batching_helpers import batch_size, broadcast_batch, move_axis, move_axis_to_front
 from .primitive import primitive
-from .shapes import reshape, shape_of
+from .shapes import _reshape, _transpose, reshape, shape_of
 from .window_geometry import (
     check_input,
     expand,
@@ -40,10 +41,116 @@ def _describe(args, error):
     return f"convolution failed on operands of shapes {shapes}: {error}"
 
 
+# Batching rules (s4tf.vmap). Never a loop over examples: a batch beside the
+# convolution's own batch axis N is folded into it; a batch of filters is stacked
+# along the output channels; when both sides are batched (per-example gradients),
+# each example becomes a channel group of one grouped convolution, its filter
+# channels ordered example-major, which is what ``groups`` reads.
+def _fold(x, d):
+    """``(B, N, ...)`` (the batch moved to the front) as ``(B * N, ...)``."""
+    x = move_axis_to_front(x, d)
+    shape = shape_of(x)
+    return _reshape(x, shape=(shape[0] * shape[1], *shape[2:]))
+
+
+def _unfold(y, size):
+    """``(B * N, ...)`` as ``(B, N, ...)``."""
+    shape = shape_of(y)
+    return _reshape(y, shape=(size, shape[0] // size, *shape[1:]))
+
+
+def _into_channels(x, d):
+    """The batch moved beside the channels and merged with them: ``(..., B * C)``."""
+    x = move_axis(move_axis_to_front(x, d), 0, len(shape_of(x)) - 2)
+    shape = shape_of(x)
+    return _reshape(x, shape=(*shape[:-2], shape[-2] * shape[-1]))
+
+
+def _out_of_channels(y, size):
+    """``(..., B * C)`` as ``(..., B, C)``; the batch axis is ``rank - 2``."""
+    shape = shape_of(y)
+    y = _reshape(y, shape=(*shape[:-1], size, shape[-1] // size))
+    return y, len(shape) - 1
+
+
+def _inside_groups(t, d, groups):
+    """A batched channel axis ``O`` (``groups`` blocks) as ``groups`` blocks of ``B * O / groups``.
+
+    For an operand whose batch must stay within each channel group (a batch of
+    filters of a grouped convolution): channel ``(g, b, j)`` is example ``b``'s
+    channel ``g * O / groups + j``.
+    """
+    t = move_axis(move_axis_to_front(t, d), 0, len(shape_of(t)) - 2)  # (..., B, O)
+    shape = shape_of(t)
+    size, channels = shape[-2], shape[-1]
+    if groups > 1:
+        t = _reshape(t, shape=(*shape[:-1], groups, channels // groups))
+        rank = len(shape) + 1
+        t = _transpose(t, perm=(*range(rank - 3), rank - 2, rank - 3, rank - 1))
+    return _reshape(t, shape=(*shape[:-2], size * channels))
+
+
+def _outside_groups(y, size, groups):
+    """The inverse of :func:`_inside_groups` on a result: ``(..., B, O)``, the batch at ``rank - 2``."""
+    shape = shape_of(y)
+    channels = shape[-1] // size
+    if groups > 1:
+        y = _reshape(y, shape=(*shape[:-1], groups, size, channels // groups))
+        rank = len(shape) + 2
+        y = _transpose(y, perm=(*range(rank - 3), rank - 2, rank - 3, rank - 1))
+    return _reshape(y, shape=(*shape[:-1], size, channels)), len(shape) - 1
+
+
+def _conv_batch(args, dims, *, strides, padding, dilations, groups):
+    (x, w), (dx, dw) = args, dims
+    size = batch_size(args, dims)
+    p = dict(strides=strides, padding=padding, dilations=dilations)
+    if dw is None:
+        return _unfold(conv_(_fold(x, dx), w, groups=groups, **p), size), 0
+    if dx is None:
+        return _outside_groups(conv_(x, _inside_groups(w, dw, groups), groups=groups, **p),
+                               size, groups)
+    y = conv_(_into_channels(x, dx), _into_channels(w, dw), groups=size * groups, **p)
+    return _out_of_channels(y, size)
+
+
+def _conv_backprop_input_batch(args, dims, *, input_shape, strides, padding, dilations, groups):
+    (g, w), (dg, dw) = args, dims
+    size = batch_size(args, dims)
+    p = dict(strides=strides, padding=padding, dilations=dilations)
+    if dw is None:
+        shape = (size * input_shape[0], *input_shape[1:])
+        return _unfold(conv_backprop_input_(_fold(g, dg), w, input_shape=shape, groups=groups,
+                                            **p), size), 0
+    g, w = broadcast_batch(args, dims, size)
+    shape = (*input_shape[:-1], size * input_shape[-1])
+    y = conv_backprop_input_(_into_channels(g, 0), _into_channels(w, 0), input_shape=shape,
+                             groups=size * groups, **p)
+    return _out_of_channels(y, size)
+
+
+def _conv_backprop_filter_batch(args, dims, *, filter_shape, strides, padding, dilations,
+                                groups):
+    (x, g), (dx, dg) = args, dims
+    size = batch_size(args, dims)
+    p = dict(strides=strides, padding=padding, dilations=dilations)
+    if dx is None:
+        shape = (*filter_shape[:-1], size * filter_shape[-1])
+        return _outside_groups(conv_backprop_filter_(x, _inside_groups(g, dg, groups),
+                                                     filter_shape=shape, groups=groups, **p),
+                               size, groups)
+    x, g = broadcast_batch(args, dims, size)
+    shape = (*filter_shape[:-1], size * filter_shape[-1])
+    y = conv_backprop_filter_(_into_channels(x, 0), _into_channels(g, 0), filter_shape=shape,
+                              groups=size * groups, **p)
+    return _out_of_channels(y, size)
+
+
 conv_ = primitive(
     "conv",
     promote=True,
     describe=_describe,
+    batch=_conv_batch,
     vjp=(lambda g, x, w, out, **p: conv_backprop_input_(g, w, input_shape=shape_of(x), **p),
          lambda g, x, w, out, **p: conv_backprop_filter_(x, g, filter_shape=shape_of(w), **p)),
     jvp=(lambda t, x, w, out, **p: conv_(t, w, **p),
@@ -53,6 +160,7 @@ conv_backprop_input_ = primitive(
     "conv_backprop_input",
     promote=True,
     describe=_describe,
+    batch=_conv_backprop_input_batch,
     vjp=(lambda a, g, w, out, input_shape, **p: conv_(a, w, **p),
          lambda a, g, w, out, input_shape, **p:
              conv_backprop_filter_(a, g, filter_shape=shape_of(w), **p)),
@@ -65,6 +173,7 @@ conv_backprop_filter_ = primitive(
     "conv_backprop_filter",
     promote=True,
     describe=_describe,
+    batch=_conv_backprop_filter_batch,
     vjp=(lambda v, x, g, out, filter_shape, **p:
              conv_backprop_input_(g, v, input_shape=shape_of(x), **p),
          lambda v, x, g, out, filter_shape, **p: conv_(x, v, **p)),

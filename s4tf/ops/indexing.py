@@ -23,10 +23,11 @@ import numpy as np
 
 from ..creation import zeros_like
 from ..tensor import Tensor, from_numpy
-from .elementwise import cast, equal, greater_equal, less, logical_and, where
+from .batching_helpers import batch_size, broadcast_batch, move_axis, move_axis_to_front
+from .elementwise import add, cast, equal, greater_equal, less, logical_and, where
 from .primitive import primitive
-from .shapes import expand_dims, shape_of
-from .tracer import innermost
+from .shapes import _reshape, expand_dims, shape_of
+from .tracer import Tracer, innermost
 
 __all__ = [
     "IndexAdd", "IndexRangeError", "check_indices", "checks_enabled", "gather", "getitem",
@@ -141,18 +142,98 @@ class IndexAdd:
                 or not isinstance(buffer._data, backend.array_type)
                 or buffer._data.dtype != value._data.dtype):
             return False
-        index = self.index._data if isinstance(self.index, Tensor) else self.index
+        index = self.index
+        if isinstance(index, Tensor):
+            if isinstance(index, Tracer):  # indices batched by s4tf.vmap: one per example
+                return False
+            index = index._data
         backend.index_add_inplace(buffer._data, index, value._data, self.axis)
         return True
 
 
+# Batching rules (s4tf.vmap). A static key gets a full slice for the batch, in
+# front. A gather or scatter whose indices are batched reads (or writes) the
+# examples' tables merged into one along ``axis``: example ``b``'s index ``i``
+# becomes ``b * n + i``, one gather for the whole batch; an index outside
+# ``[0, n)`` becomes ``B * n``, past the end, so that the lazy backend's NaN rows
+# and dropped updates stay what they are instead of reaching another example.
+def _selected_rank(shape, key) -> int:
+    """The rank of ``x[key]`` for an ``x`` of ``shape`` (read without data)."""
+    return np.broadcast_to(np.empty((), np.int8), shape)[key].ndim
+
+
+def _getitem_batch(args, dims, *, key):
+    return getitem_(move_axis_to_front(args[0], dims[0]), key=(slice(None), *key)), 0
+
+
+def _index_add_batch(args, dims, *, key):
+    (x, u), (dx, du) = args, dims
+    size = batch_size(args, dims)
+    x = broadcast_batch((x,), (dx,), size)[0]
+    if du is not None:
+        # Updates broadcast against x[key] from the right: 1s between the batch and them.
+        u = move_axis_to_front(u, du)
+        shape, rank = shape_of(u), _selected_rank(shape_of(x)[1:], key)
+        if len(shape) - 1 < rank:
+            u = _reshape(u, shape=(size, *(1,) * (rank + 1 - len(shape)), *shape[1:]))
+    return index_add(x, u, key=(slice(None), *key)), 0
+
+
+def _merged_table(x, d, axis, size):
+    """``x`` (its batch moved or broadcast beside ``axis``) with the batch merged into ``axis``."""
+    x = broadcast_batch((x,), (d,), size)[0]
+    x = move_axis(x, 0, axis)
+    shape = shape_of(x)
+    return _reshape(x, shape=(*shape[:axis], size * shape[axis + 1], *shape[axis + 2:]))
+
+
+def _offset_indices(i, d, n, size):
+    """Batched indices into the merged table: ``b * n + i``, outside ``[0, n)`` past its end."""
+    i = move_axis_to_front(i, d)
+    rank = len(shape_of(i))
+    base = from_numpy(np.arange(size).reshape((size,) + (1,) * (rank - 1)) * n,
+                      innermost(i).dtype, like=innermost(i))
+    inside = logical_and(greater_equal(i, 0), less(i, n))
+    return where(inside, add(i, base), size * n)
+
+
+def _gather_batch(args, dims, *, axis):
+    (x, i), (dx, di) = args, dims
+    if di is None:
+        return gather_(move_axis_to_front(x, dx), i, axis=axis + 1), 0
+    if dx is None:
+        # The batched indices' own axes take the gathered axis's place.
+        return gather_(x, move_axis_to_front(i, di), axis=axis), axis
+    size = batch_size(args, dims)
+    table = _merged_table(x, dx, axis, size)
+    n = shape_of(table)[axis] // size
+    return gather_(table, _offset_indices(i, di, n, size), axis=axis), axis
+
+
+def _scatter_add_batch(args, dims, *, axis):
+    (x, i, u), (dx, di, du) = args, dims
+    size = batch_size(args, dims)
+    if di is None:
+        x, u = broadcast_batch((x, u), (dx, du), size)
+        return scatter_add(x, i, u, axis=axis + 1), 0
+    table = _merged_table(x, dx, axis, size)
+    n = shape_of(table)[axis] // size
+    # The updates' batch goes where the batched indices' leading axis lands.
+    u = move_axis(broadcast_batch((u,), (du,), size)[0], 0, axis)
+    out = scatter_add(table, _offset_indices(i, di, n, size), u, axis=axis)
+    shape = shape_of(out)
+    return _reshape(out, shape=(*shape[:axis], size, n, *shape[axis + 1:])), axis
+
+
 getitem_ = primitive(
     "getitem",
+    batch=_getitem_batch,
     vjp=(lambda g, x, out, key: IndexAdd(key, g),),
     jvp=(lambda t, x, out, key: getitem_(t, key=key),),
 )
 index_add = primitive(
     "index_add",
+    batch=_index_add_batch,
     vjp=(lambda g, x, u, out, key: g,
          lambda g, x, u, out, key: getitem_(g, key=key)),
     jvp=(lambda t, x, u, out, key: t,
@@ -181,11 +262,13 @@ index_add = primitive(
 )
 gather_ = primitive(
     "gather",
+    batch=_gather_batch,
     vjp=(lambda g, x, i, out, axis: IndexAdd(i, g, axis), None),
     jvp=(lambda t, x, i, out, axis: gather_(t, i, axis=axis), None),
 )
 scatter_add = primitive(
     "scatter_add",
+    batch=_scatter_add_batch,
     vjp=(lambda g, x, i, u, out, axis: g, None,
          lambda g, x, i, u, out, axis: gather_(g, i, axis=axis)),
     jvp=(lambda t, x, i, u, out, axis: t, None,

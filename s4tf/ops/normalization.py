@@ -40,10 +40,11 @@ import math
 
 from .. import dtypes as _dtypes
 from ..creation import ones_like, zeros_like
-from .broadcasting import reduce_sum
+from .batching_helpers import batch_size, move_axis
+from .broadcasting import broadcast_to_, reduce_sum
 from .elementwise import cast, rsqrt
 from .joining import stack
-from .primitive import primitive
+from .primitive import GenericRule, primitive
 from .shapes import _reshape, shape_of
 from .tracer import strip
 
@@ -90,6 +91,52 @@ def _curvature(a, g, x, s, m, axis, epsilon):
     return terms * _along(factor, x, axis)
 
 
+# Batching rules (s4tf.vmap). Each example is normalized over its own axes, so the
+# batch joins the features: the batch axis is moved beside the feature axis and
+# merged with it (``C`` features become ``B * C``), the fused op runs once, and its
+# result is split again. Arguments that are the same for every example (a shared
+# scale) are broadcast along the batch first.
+def _with_batch_at(t, d, position, size):
+    """``t`` with its batch axis at ``position``; an unbatched ``t`` broadcast to have one."""
+    if d is not None:
+        return move_axis(t, d, position)
+    shape = shape_of(t)
+    t = _reshape(t, shape=(*shape[:position], 1, *shape[position:]))
+    return broadcast_to_(t, shape=(*shape[:position], size, *shape[position:]))
+
+
+def _merged(t, d, axis, size):
+    """``t`` with its batch merged into axis ``axis`` (batch-major): ``C`` becomes ``B * C``."""
+    t = _with_batch_at(t, d, axis, size)
+    shape = shape_of(t)
+    return _reshape(t, shape=(*shape[:axis], size * shape[axis + 1], *shape[axis + 2:]))
+
+
+def _split(y, axis, size):
+    """The inverse of :func:`_merged`: ``(batch result, its batch axis)``."""
+    shape = shape_of(y)
+    y = _reshape(y, shape=(*shape[:axis], size, shape[axis] // size, *shape[axis + 1:]))
+    return y, axis
+
+
+def _norm_batch(primitive, roles, args, dims, **params):
+    """Apply ``primitive`` with the batch merged into the features of every argument.
+
+    ``roles[i]`` says where argument ``i``'s features are: ``"x"`` (axis
+    ``params["axis"]``), ``"v"`` (a ``(C,)`` vector) or ``"m"`` (the ``(2, C)``
+    moments); the result's are ``roles[-1]``.
+    """
+    size, axis = batch_size(args, dims), params["axis"]
+    where = {"x": axis, "v": 0, "m": 1}
+    merged = [_merged(a, d, where[r], size) for a, d, r in zip(args, dims, roles, strict=False)]
+    return _split(primitive(*merged, **params), where[roles[-1]], size)
+
+
+def _norm_rule(roles) -> GenericRule:
+    return GenericRule(lambda primitive, args, dims, **params: _norm_batch(
+        primitive, roles, args, dims, **params))
+
+
 def _moments_vjp(a, x, out, axis):
     inverse = 1.0 / _count(x, axis)
     centered = x - _along(out[0], x, axis)
@@ -104,11 +151,13 @@ def _moments_jvp(t, x, out, axis):
                   _feature_sums(centered * t, x, axis) * (2.0 * inverse)])
 
 
-batch_moments_ = primitive("batch_moments", vjp=(_moments_vjp,), jvp=(_moments_jvp,))
+batch_moments_ = primitive("batch_moments", vjp=(_moments_vjp,), jvp=(_moments_jvp,),
+                           batch=_norm_rule("xm"))
 
 batch_norm_ = primitive(
     "batch_norm",
     promote=True,
+    batch=_norm_rule("xvvmx"),
     vjp=(lambda g, x, s, b, m, out, axis, epsilon:
              backprop_(g, x, s, m, axis=axis, epsilon=epsilon),
          lambda g, x, s, b, m, out, axis, epsilon:
@@ -125,6 +174,7 @@ batch_norm_ = primitive(
 backprop_ = primitive(
     "batch_norm_backprop",
     promote=True,
+    batch=_norm_rule("xxvmx"),
     vjp=(lambda a, g, x, s, m, out, axis, epsilon:
              backprop_(a, x, s, m, axis=axis, epsilon=epsilon),
          lambda a, g, x, s, m, out, axis, epsilon: _curvature(a, g, x, s, m, axis, epsilon),
@@ -141,6 +191,7 @@ backprop_ = primitive(
 scale_grad_ = primitive(
     "batch_norm_scale_grad",
     promote=True,
+    batch=_norm_rule("xxmv"),
     vjp=(lambda a, g, x, m, out, axis, epsilon:
              batch_norm_(x, a, zeros_like(a), m, axis=axis, epsilon=epsilon),
          lambda a, g, x, m, out, axis, epsilon:

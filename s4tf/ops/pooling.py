@@ -25,41 +25,61 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import from_numpy
+from .batching_helpers import fold_leading_axis, move_axis_to_front
 from .linalg import matmul
 from .primitive import primitive
 from .reductions import max as _reduce_max
 from .reductions import mean as _reduce_mean
-from .shapes import shape_of, transpose
+from .shapes import _reshape, shape_of, transpose
 from .window_geometry import check_input, expand, explicit_padding
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "global_avg_pool1d",
            "global_avg_pool2d", "global_avg_pool3d", "global_max_pool1d", "global_max_pool2d", "global_max_pool3d",
            "max_pool1d", "max_pool2d", "max_pool3d"]
 
+
+
+# Batching rules (s4tf.vmap): every pool has a batch axis N of its own, and the vmap
+# batch is folded into it (the positions' selector x is broadcast when only the values
+# are batched, as each example's windows pick their own maxima).
+def _window_sum_transpose_batch(args, dims, *, input_shape, window, strides, padding):
+    g = move_axis_to_front(args[0], dims[0])
+    size, n = shape_of(g)[:2]
+    out = window_sum_transpose_(_reshape(g, shape=(size * n, *shape_of(g)[2:])),
+                                input_shape=(size * input_shape[0], *input_shape[1:]),
+                                window=window, strides=strides, padding=padding)
+    return _reshape(out, shape=(size, *input_shape)), 0
+
+
 max_pool_scatter_ = primitive(
     "max_pool_scatter",
     promote=True,
+    batch=fold_leading_axis((0, 1)),
     vjp=(None, lambda a, x, g, out, **p: max_pool_select_(x, a, **p)),
     jvp=(None, lambda t, x, g, out, **p: max_pool_scatter_(x, t, **p)),
 )
 max_pool_select_ = primitive(
     "max_pool_select",
     promote=True,
+    batch=fold_leading_axis((0, 1)),
     vjp=(None, lambda a, x, v, out, **p: max_pool_scatter_(x, a, **p)),
     jvp=(None, lambda t, x, v, out, **p: max_pool_select_(x, t, **p)),
 )
 max_pool_ = primitive(
     "max_pool",
+    batch=fold_leading_axis(),
     vjp=(lambda g, x, out, **p: max_pool_scatter_(x, g, **p),),
     jvp=(lambda t, x, out, **p: max_pool_select_(x, t, **p),),
 )
 window_sum_transpose_ = primitive(
     "window_sum_transpose",
+    batch=_window_sum_transpose_batch,
     vjp=(lambda a, g, out, input_shape, **p: window_sum_(a, **p),),
     jvp=(lambda t, g, out, input_shape, **p: window_sum_transpose_(t, input_shape=input_shape, **p),),
 )
 window_sum_ = primitive(
     "window_sum",
+    batch=fold_leading_axis(),
     vjp=(lambda g, x, out, **p: window_sum_transpose_(g, input_shape=shape_of(x), **p),),
     jvp=(lambda t, x, out, **p: window_sum_(t, **p),),
 )

@@ -1,0 +1,87 @@
+"""Per-example gradients through the neural-network primitives equal a loop of ``gradient``.
+
+``vmap(gradient(...))`` over a batch runs every convolution, pool, batch norm
+and gather once for the whole batch (their batching rules); each example's
+gradient must be the one ``gradient`` gives that example alone.
+"""
+
+import numpy as np
+import pytest
+
+import s4tf
+from s4tf import layers
+from s4tf.testing import assert_allclose
+from s4tf.tree import tree_leaves
+
+pytestmark = pytest.mark.usefixtures("backend")
+
+BATCH = 3
+
+
+def _images(rng, size, channels):
+    return s4tf.Tensor(rng.standard_normal((BATCH, size, size, channels)).astype(np.float32))
+
+
+def _labels(rng, classes):
+    return s4tf.Tensor(rng.integers(0, classes, BATCH).astype(np.int32))
+
+
+def _loss(model, x, label):
+    """One example's loss: the model sees a batch of one."""
+    logits = model(s4tf.expand_dims(x, 0))
+    return s4tf.softmax_cross_entropy(logits=logits, labels=s4tf.expand_dims(label, 0))
+
+
+def _assert_per_example_gradients(model, x, labels, atol=2e-5):
+    per_example = s4tf.vmap(
+        lambda x, label: s4tf.gradient(model, of=lambda m: _loss(m, x, label)))(x, labels)
+    looped = [s4tf.gradient(model, of=lambda m, i=i: _loss(m, x[i], labels[i]))
+              for i in range(BATCH)]
+    got, expected = tree_leaves(per_example), [tree_leaves(g) for g in looped]
+    assert got and len(got) == len(expected[0])
+    for j, leaf in enumerate(got):
+        assert leaf.shape == (BATCH, *expected[0][j].shape)
+        assert_allclose(leaf, s4tf.stack([e[j] for e in expected]), atol=atol, rtol=1e-4)
+    # The examples differ, so a rule that mixed them up could not pass the check above.
+    assert not np.allclose(got[0][0].numpy(), got[0][1].numpy())
+
+
+def test_lenet_conv_average_pool_dense(backend):
+    s4tf.random.seed(0)
+    rng = np.random.default_rng(0)
+    model = s4tf.models.LeNet.for_digits()
+    _assert_per_example_gradients(model, _images(rng, 8, 1), _labels(rng, 10))
+
+
+def test_strided_grouped_convolution_and_max_pool(backend):
+    s4tf.random.seed(1)
+    rng = np.random.default_rng(1)
+    model = layers.Sequential(
+        layers.Conv2D(filter_shape=(3, 3, 2, 4), strides=2, padding="same",
+                      activation=s4tf.relu),
+        layers.DepthwiseConv2D(filter_shape=(3, 3, 4, 2), padding="same"),
+        layers.MaxPool2D(pool_size=(2, 2), strides=(2, 2)),
+        layers.Flatten(),
+        layers.Dense(input_size=2 * 2 * 8, output_size=5),
+    )
+    _assert_per_example_gradients(model, _images(rng, 8, 2), _labels(rng, 5))
+
+
+def test_embedding_and_batch_norm_in_inference(backend):
+    s4tf.random.seed(2)
+    rng = np.random.default_rng(2)
+    norm = layers.BatchNorm(feature_count=4)
+    # Running statistics of their own, so inference is not the identity.
+    norm.running_mean.value = s4tf.Tensor(rng.standard_normal(4).astype(np.float32))
+    norm.running_variance.value = s4tf.Tensor(rng.uniform(0.5, 2.0, 4).astype(np.float32))
+    model = layers.Sequential(
+        layers.Embedding(vocabulary_size=7, embedding_size=4),
+        norm,
+        layers.Flatten(),
+        layers.Dense(input_size=5 * 4, output_size=3),
+    )
+    # Repeated tokens: their rows' gradients add up within an example, never across.
+    tokens = s4tf.Tensor(np.array([[0, 3, 3, 6, 1], [2, 2, 2, 5, 0], [6, 0, 1, 3, 3]],
+                                  dtype=np.int32))
+    with s4tf.inference():
+        _assert_per_example_gradients(model, tokens, _labels(rng, 3))
