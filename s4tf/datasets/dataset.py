@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .batching import Batches, _ArrayExamples
 from . import transforms
+from .batching import Batches, _ArrayExamples
 from .download import data_directory
 
 __all__ = ["Dataset"]
