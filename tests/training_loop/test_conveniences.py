@@ -165,9 +165,8 @@ def test_early_stopping_says_why_it_stopped(capsys):
 
 
 def test_callbacks_import_from_their_public_module():
-    from s4tf.callbacks import EarlyStopping, ReduceLROnPlateau, TensorBoard  # noqa: F401
-
     import s4tf.callbacks as module
+    from s4tf.callbacks import EarlyStopping, ReduceLROnPlateau, TensorBoard  # noqa: F401
     assert module.EarlyStopping is s4tf.training_loop.EarlyStopping
     assert s4tf.callbacks is module
 
