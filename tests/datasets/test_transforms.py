@@ -102,20 +102,21 @@ def test_deterministic_parts_for_validation_and_inference():
 
 
 def test_batches_from_arrays_takes_a_transform_keyed_by_epoch_and_batch():
-    x, y = images(24), np.arange(24) % 3
+    x, y = np.concatenate([images(8)] * 3), np.arange(24) % 3  # three identical batches
     augment = transforms.Compose([transforms.RandomCrop(8, padding=4), transforms.RandomFlip()])
-    data = Batches.from_arrays(x, y, batch_size=8, shuffle=True, seed=1, transform=augment)
+    data = Batches.from_arrays(x, y, batch_size=8, seed=1, transform=augment)
 
     def epoch(k):
         data.epoch = k
-        return np.concatenate([b.numpy() for b, _ in data])
+        return [b.numpy() for b, _ in data]
 
     first, second = epoch(0), epoch(1)
-    np.testing.assert_array_equal(epoch(0), first)  # a resumed pass augments the same way
-    assert not np.array_equal(first, second)
-    plain = Batches.from_arrays(x, y, batch_size=8, shuffle=True, seed=1)
-    plain.epoch = 0
-    assert not np.array_equal(first, np.concatenate([b.numpy() for b, _ in plain]))
+    for a, b in zip(epoch(0), first, strict=True):  # a resumed pass augments the same way
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first[0], second[0])  # each epoch its own draws
+    assert not np.array_equal(first[0], first[1])   # each batch its own draws
+    other_seed = Batches.from_arrays(x, y, batch_size=8, seed=2, transform=augment)
+    assert not np.array_equal(first[0], next(iter(other_seed)).data.numpy())
     with pytest.raises(TypeError, match="transform must be a function"):
         Batches.from_arrays(x, y, batch_size=8, transform="flip")
 

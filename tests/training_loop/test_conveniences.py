@@ -55,17 +55,18 @@ class NoDropout(Net):
         return self.out(self.hidden(x))
 
 
-def test_accumulating_k_batches_is_one_batch_k_times_larger():
-    # 10 examples: batches 4, 4, 2 in groups of two (the last group short) against
-    # batches of 8 and 2: the same two updates per epoch.
+@pytest.mark.parametrize("accumulate, large_batch, updates", [(2, 8, 4), (3, 10, 2)])
+def test_accumulating_k_batches_is_one_batch_k_times_larger(accumulate, large_batch, updates):
+    # 10 examples in batches of 4, 4 and 2. In groups of two (the last group short)
+    # against batches of 8 and 2: the same two updates per epoch; in one group of
+    # three (uneven batches, weighted by their sizes) against one batch of 10.
     s4tf.random.seed(0)
-    small, large = NoDropout(), None
+    small = NoDropout()
     large = s4tf.tree_map(lambda leaf: leaf + 0 if isinstance(leaf, s4tf.Tensor) else leaf,
                           small)
-    accumulated, small = fit(small, batch_size=4, accumulate=2)
-    whole, large = fit(large, batch_size=8)
-    assert accumulated.step == whole.step == 4
-    assert accumulated.optimizer.step == 4
+    accumulated, small = fit(small, batch_size=4, accumulate=accumulate)
+    whole, large = fit(large, batch_size=large_batch)
+    assert accumulated.step == whole.step == accumulated.optimizer.step == updates
     for a, b in zip(weights(small), weights(large), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="accumulate must be a positive int"):
@@ -95,13 +96,13 @@ def test_the_moving_average_is_validated_and_returned():
 
     x, y = arrays(6, seed=3)
     validation = Batches.from_arrays(x, y, batch_size=6, prefetch=False)
-    ema = s4tf.callbacks.ExponentialMovingAverage(decay=0.5, warmup=False)
+    ema = s4tf.callbacks.ExponentialMovingAverage(decay=0.75, warmup=False)
     model = net()
     start = weights(model)
     loop, returned = fit(model, batch_size=4, callbacks=[ema, Keep()], validation=validation)
     expected = start
     for step in seen:
-        expected = [0.5 * a + 0.5 * w for a, w in zip(expected, step, strict=True)]
+        expected = [0.75 * a + 0.25 * w for a, w in zip(expected, step, strict=True)]
     for got, want in zip(weights(returned), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert returned is ema.average
