@@ -194,3 +194,24 @@ def test_tensorboard_writes_event_files_tensorboard_reads(tmp_path):
             np.testing.assert_allclose([v for _, v in got], [v for _, v in want], rtol=1e-6)
     assert [s for s, _ in scalars("train", "batch_loss")] == [2, 4, 6]
     assert [v for _, v in scalars("train", "learning_rate")] == pytest.approx([0.1, 0.1])
+
+
+@pytest.mark.parametrize("use", ["average", "accumulate"])
+def test_the_live_model_still_updates_in_place(monkeypatch, use):
+    from s4tf.cow import engine
+
+    decisions = []
+    analyze = engine.analyze
+
+    def watched(model, root_unique):
+        found = analyze(model, root_unique)
+        decisions.append(all(found.in_place))
+        return found
+
+    monkeypatch.setattr(engine, "analyze", watched)
+    callbacks = [s4tf.callbacks.ExponentialMovingAverage(0.9)] if use == "average" else []
+    fit(net(), batch_size=2, accumulate=2 if use == "accumulate" else 1, epochs=2,
+        callbacks=callbacks)
+    # The first update copies (fit's caller still holds the model); every later one is in place.
+    assert len(decisions) == (10 if use == "average" else 6)
+    assert all(decisions[1:]), decisions
