@@ -306,6 +306,6 @@ def _options_doc(*, standard: str, prefetch: str = "Prepare") -> str:
     validation_transform : callable, optional
         Applied to every validation batch; by default the deterministic part
         of ``transform`` (``transform.deterministic()``: random crops become
-        centre crops, flips go, ``Normalize`` stays). Pass
-        ``transforms.Compose([])`` for none.
+        centre crops, flips go, ``Normalize`` stays; a plain function is
+        applied as it is). Pass ``transforms.Compose([])`` for none.
 """

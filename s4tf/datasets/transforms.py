@@ -112,6 +112,10 @@ class Transform:
 class Compose(Transform):
     """Apply ``transforms`` in order (each gets the same generator, drawn in turn).
 
+    A plain function among them (``lambda images: images ** 0.5``) is taken as
+    deterministic preprocessing: kept by :meth:`deterministic`. Write random
+    augmentations as :class:`Transform` subclasses with ``random = True``.
+
     Examples
     --------
     >>> import numpy as np
@@ -132,7 +136,7 @@ class Compose(Transform):
             if not callable(t):
                 raise TypeError(f"Compose takes transforms (callables on image arrays); "
                                 f"received {t!r}.")
-        self.random = any(getattr(t, "random", True) for t in self.transforms)
+        self.random = any(isinstance(t, Transform) and t.random for t in self.transforms)
 
     def apply(self, images, rng):
         for t in self.transforms:
@@ -525,7 +529,7 @@ def validation_transform(transform, given=None):
     ``given`` when not None; else the deterministic part of an s4tf
     ``transform`` (:meth:`Transform.deterministic`: crops become centre crops,
     flips and jitter go, :class:`Normalize` stays); a plain function is taken
-    as augmentation and gives nothing.
+    as deterministic preprocessing and applied to validation too.
 
     Examples
     --------
@@ -539,4 +543,4 @@ def validation_transform(transform, given=None):
         return given
     if isinstance(transform, Transform):
         return transform.deterministic()
-    return None
+    return transform

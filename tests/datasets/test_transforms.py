@@ -140,3 +140,14 @@ def test_data_sets_augment_training_and_give_validation_the_deterministic_part(t
                          validation_transform=transforms.CenterCrop(6))
     assert next(iter(folder.training)).data.shape == (4, 8, 8, 3)
     assert next(iter(folder.validation)).data.shape[1:] == (6, 6, 3)
+
+
+def test_plain_functions_are_preprocessing_kept_for_validation():
+    def square_root(batch):
+        return np.sqrt(batch)
+
+    mixed = transforms.Compose([transforms.RandomFlip(), square_root])
+    assert mixed.random and mixed.deterministic().transforms == [square_root]
+    assert not transforms.Compose([square_root]).random
+    assert transforms.validation_transform(square_root) is square_root
+    assert transforms.validation_transform(mixed, given=square_root) is square_root
