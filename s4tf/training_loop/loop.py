@@ -322,10 +322,10 @@ class TrainingLoop:
         try:
             # Gradient accumulation must know an epoch's last batch, to apply a short group.
             numbered = (_with_last(batches) if self.accumulate > 1
-                        else (((index, False), pair) for index, pair in enumerate(batches)))
-            for batch, (data, labels) in numbered:
+                        else ((index, False, pair) for index, pair in enumerate(batches)))
+            for batch, last, (data, labels) in numbered:
                 seen += 1
-                self._step(batch, data, labels)
+                self._step(batch, data, labels, last)
                 # A live bar reads the metrics as of the previous step: that waits for
                 # the previous step only, so the device runs this one (the barrier
                 # returned at its launch) while the next is recorded. The epoch's
@@ -339,12 +339,11 @@ class TrainingLoop:
         if not seen:
             raise ValueError(no_batches_message(self.training, "training", epoch, earlier))
 
-    def _step(self, batch: tuple[int, bool], data, labels) -> None:
+    def _step(self, batch: int, data, labels, last: bool = False) -> None:
         """Train on one batch: gradient, update of ``self.model``, metric sums, barrier.
 
-        ``batch`` is the batch's index in the epoch and whether it is the last.
+        ``last``: the epoch's last batch (read only when accumulating gradients).
         """
-        batch, last = batch
         if self.strategy is not None:
             data, labels = self.strategy.shard((data, labels))
         self._fire("on_batch_start", batch)
@@ -532,13 +531,13 @@ def _updates_so_far(optimizer, initial_epoch: int) -> int:
 
 
 def _with_last(batches: Iterable):
-    """``((index, is_last), item)`` for each item: reads one item ahead."""
+    """``(index, is_last, item)`` for each item: reads one item ahead."""
     iterator = iter(batches)
     held = next(iterator, _END)
     index = 0
     while held is not _END:
         following = next(iterator, _END)
-        yield (index, following is _END), held
+        yield index, following is _END, held
         held, index = following, index + 1
 
 
