@@ -25,7 +25,9 @@ resumed run augments exactly as the uninterrupted one and the prefetch
 thread never touches a shared stream.
 
 Transforms expect float images in ``[0, 1]`` (what the data sets give unless
-``normalize=`` says otherwise); put :class:`Normalize` last.
+``normalize=`` says otherwise; for a picture of your own,
+``np.asarray(pil_image, np.float32) / 255``); put :class:`Normalize` last.
+Crops and flips keep the dtype, so they also work on stored uint8 images.
 """
 
 from __future__ import annotations
@@ -451,6 +453,9 @@ class ColorJitter(Transform):
 
     def apply(self, images, rng):
         n, channels = len(images), images.shape[-1]
+        if images.dtype.kind != "f":
+            raise TypeError(f"ColorJitter works on float images in [0, 1]; received {images.dtype} "
+                            "images. Scale them first (images.astype(np.float32) / 255).")
         if (self.saturation or self.hue) and channels != 3:
             raise ValueError(f"ColorJitter: saturation and hue need RGB images (3 channels); "
                              f"received {channels}.")

@@ -58,6 +58,13 @@ def test_one_image_gets_what_a_batch_of_one_gets():
         augment(np.zeros((8, 8)))
 
 
+def test_crops_and_flips_keep_stored_uint8_images_as_they_are():
+    stored = (images(8) * 255).astype(np.uint8)
+    out = transforms.Compose([transforms.RandomCrop(8, padding=2), transforms.RandomFlip()])(
+        stored, rng=np.random.default_rng(0))
+    assert out.dtype == np.uint8 and out.shape == stored.shape
+
+
 def test_normalize_and_resize():
     x = images(2)
     np.testing.assert_allclose(transforms.Normalize([0.5, 0.4, 0.3], [0.1, 0.2, 0.5])(x),
@@ -87,6 +94,8 @@ def test_color_jitter_factors_and_hue_keeps_grey():
     np.testing.assert_allclose(transforms.ColorJitter(hue=0.5, seed=0)(grey), grey, atol=1e-5)
     with pytest.raises(ValueError, match="3 channels"):
         transforms.ColorJitter(saturation=0.2)(images(2, channels=1))
+    with pytest.raises(TypeError, match=r"astype\(np.float32\) / 255"):
+        transforms.ColorJitter(brightness=0.2)(np.zeros((2, 4, 4, 3), np.uint8))
 
 
 def test_deterministic_parts_for_validation_and_inference():
