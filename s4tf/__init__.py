@@ -141,11 +141,15 @@ from .ops import (
     where,
 )
 from .summary import parameter_count, summary
-from .training_loop import TrainingLoop, callbacks
+from .training_loop import TrainingLoop
 from .transfer import to_backend
 from .tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 # isort: split
+# s4tf.callbacks is its own module (so `from s4tf.callbacks import EarlyStopping` works),
+# re-exporting s4tf.training_loop.callbacks.
+from . import callbacks
+
 # Importing the submodule s4tf.differentiable (above) bound that name to the module;
 # the contract's s4tf.differentiable is the custom-derivative decorator.
 from .autodiff import differentiable  # noqa: F811

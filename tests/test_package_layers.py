@@ -32,6 +32,7 @@ LAYERS = [
                 "initializers"}),
     ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing"}),
     ("applications", {"models", "summary", "training_loop", "capture"}),
+    ("public addresses", {"callbacks"}),
     ("face", {"__init__"}),
 ]
 LAYER_OF = {unit: index for index, (_, units) in enumerate(LAYERS) for unit in units}

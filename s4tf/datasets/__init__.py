@@ -17,6 +17,7 @@ Examples
 ...         pass
 """
 
+from . import transforms
 from .batching import Batches, LabeledBatch
 from .cifar import CIFAR10, CIFAR100
 from .dataset import Dataset
@@ -43,4 +44,5 @@ __all__ = [
     "MissingDataError",
     "Shapes",
     "read_idx",
+    "transforms",
 ]

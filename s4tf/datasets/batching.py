@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from ..tensor import Tensor
+from .transforms import Transform
 
 __all__ = ["Batches", "LabeledBatch"]
 
@@ -105,6 +106,13 @@ class Batches:
     prefetch : bool
         If true, a background thread prepares the next batch while the current
         one is used.
+    transform : callable, optional
+        Applied to each batch's NumPy data (NHWC images) before it becomes a
+        tensor, in the prefetch thread: a :mod:`s4tf.datasets.transforms`
+        object (e.g. augmentation for training) or any function of the array.
+        A transform's random draws come from a generator made from ``seed``,
+        the epoch and the batch's index, so pass ``k`` augments the same way
+        in every run, resumed runs included.
 
     Attributes
     ----------
@@ -132,7 +140,13 @@ class Batches:
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
     ):
+        if transform is not None and not callable(transform):
+            raise TypeError(
+                f"transform must be a function of a NumPy batch (e.g. from "
+                f"s4tf.datasets.transforms) or None; received transform={transform!r}."
+            )
         if (
             isinstance(batch_size, bool)
             or not isinstance(batch_size, (int, np.integer))
@@ -153,6 +167,7 @@ class Batches:
         self.seed = int(seed)
         self.drop_remainder = bool(drop_remainder)
         self.prefetch = bool(prefetch)
+        self.transform = transform
         self.epoch = 0
 
     @classmethod
@@ -166,18 +181,28 @@ class Batches:
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
     ) -> Batches:
         """Batch in-memory arrays: ``data[i]`` is labeled ``labels[i]``.
 
         The data is batched as it is (same dtype); labels become int32.
+        ``transform`` (see :class:`Batches`) runs on each batch of ``data``:
+        give the training batches the augmentation and the validation batches
+        its ``deterministic()`` part.
 
         Examples
         --------
         >>> import numpy as np
-        >>> batches = Batches.from_arrays(np.ones((6, 3), np.float32), [0, 1] * 3,
-        ...                               batch_size=4, shuffle=True, seed=0)
+        >>> from s4tf.datasets import transforms
+        >>> images = np.random.default_rng(0).random((6, 32, 32, 3), np.float32)
+        >>> augment = transforms.Compose([transforms.RandomCrop(32, padding=4),
+        ...                               transforms.RandomFlip()])
+        >>> batches = Batches.from_arrays(images, [0, 1] * 3, batch_size=4, shuffle=True,
+        ...                               seed=0, transform=augment)
         >>> next(iter(batches)).data.shape
-        (4, 3)
+        (4, 32, 32, 3)
+        >>> validation = Batches.from_arrays(images, [0, 1] * 3, batch_size=4,
+        ...                                  transform=augment.deterministic())
         """
         return cls(
             _ArrayExamples(data, labels),
@@ -186,6 +211,7 @@ class Batches:
             seed=seed,
             drop_remainder=drop_remainder,
             prefetch=prefetch,
+            transform=transform,
         )
 
     @property
@@ -226,16 +252,27 @@ class Batches:
         # begun one after the other never share an order.
         epoch = self.epoch
         self.epoch += 1
-        batches = self._assemble(self.order(epoch))
+        batches = self._assemble(self.order(epoch), epoch)
         return _prefetched(batches) if self.prefetch else batches
 
-    def _assemble(self, order: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _assemble(self, order: np.ndarray,
+                  epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         size = self.batch_size
         for batch in range(len(self)):
             start, stop = batch * size, min((batch + 1) * size, len(order))
             # A contiguous slice avoids a gather copy on ordered passes.
             index = slice(start, stop) if not self.shuffle else order[start:stop]
-            yield self.examples.take(index)
+            data, labels = self.examples.take(index)
+            if self.transform is not None:
+                data = self._transformed(data, epoch, batch)
+            yield data, labels
+
+    def _transformed(self, data: np.ndarray, epoch: int, batch: int) -> np.ndarray:
+        if not isinstance(self.transform, Transform):
+            return np.asarray(self.transform(data))
+        # Keyed by (seed, epoch, batch) like the shuffle: a pass augments the same way
+        # whenever it runs, and no stream is shared with the consuming thread.
+        return self.transform(data, rng=np.random.default_rng((self.seed, int(epoch), batch)))
 
     def __repr__(self) -> str:
         kind = "shuffled" if self.shuffle else "ordered"

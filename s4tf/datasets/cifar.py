@@ -229,6 +229,8 @@ class CIFAR100(_CIFAR):
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
+        validation_transform=None,
     ):
         if label_mode not in ("fine", "coarse"):
             raise ValueError(
@@ -238,7 +240,8 @@ class CIFAR100(_CIFAR):
         self._label_key = f"{label_mode}_labels"
         self._names_key = f"{label_mode}_label_names"
         super().__init__(batch_size, root, download, verify=verify, normalize=normalize,
-                         seed=seed, drop_remainder=drop_remainder, prefetch=prefetch)
+                         seed=seed, drop_remainder=drop_remainder, prefetch=prefetch,
+                         transform=transform, validation_transform=validation_transform)
 
 
 CIFAR100.__doc__ = (

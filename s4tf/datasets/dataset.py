@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import transforms
 from .batching import Batches, _ArrayExamples
 from .download import data_directory
 
@@ -92,6 +93,8 @@ class _DownloadedDataset(Dataset):
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
+        validation_transform=None,
     ):
         training, validation, class_names = self._arrays(
             data_directory(self._directory, root), download, verify
@@ -107,6 +110,8 @@ class _DownloadedDataset(Dataset):
             seed=seed,
             drop_remainder=drop_remainder,
             prefetch=prefetch,
+            transform=transform,
+            validation_transform=validation_transform,
         )
 
     def _arrays(self, directory: Path, download: bool, verify: bool):
@@ -205,6 +210,8 @@ def _in_memory(
     seed: int | None,
     drop_remainder: bool,
     prefetch: bool,
+    transform=None,
+    validation_transform=None,
 ) -> None:
     """Fill in ``dataset`` from uint8 NHWC images whose values run up to ``maximum``."""
     train_images, train_labels = training
@@ -233,6 +240,8 @@ def _in_memory(
         seed=seed,
         drop_remainder=drop_remainder,
         prefetch=prefetch,
+        transform=transform,
+        validation_transform=validation_transform,
     )
 
 
@@ -245,11 +254,15 @@ def _set_splits(
     seed: int | None,
     drop_remainder: bool,
     prefetch: bool,
+    transform=None,
+    validation_transform=None,
 ) -> None:
     """Give ``dataset`` its ``training`` and ``validation`` batches over these examples.
 
     Training is reshuffled every pass; validation keeps its order and its last,
-    smaller batch, so that accuracy is measured on every example.
+    smaller batch, so that accuracy is measured on every example. Training
+    batches get ``transform``; validation ones get
+    :func:`~s4tf.datasets.transforms.validation_transform` of it.
     """
     dataset.training = Batches(
         training,
@@ -258,8 +271,12 @@ def _set_splits(
         seed=seed,
         drop_remainder=drop_remainder,
         prefetch=prefetch,
+        transform=transform,
     )
-    dataset.validation = Batches(validation, batch_size, shuffle=False, prefetch=prefetch)
+    dataset.validation = Batches(
+        validation, batch_size, shuffle=False, prefetch=prefetch,
+        transform=transforms.validation_transform(transform, validation_transform),
+    )
 
 
 def _options_doc(*, standard: str, prefetch: str = "Prepare") -> str:
@@ -283,4 +300,12 @@ def _options_doc(*, standard: str, prefetch: str = "Prepare") -> str:
         Skip the last, smaller training batch.
     prefetch : bool
         {prefetch} the next batch in a background thread.
+    transform : callable, optional
+        Applied to every training batch (float32 NHWC NumPy images, after the
+        scaling above), e.g. augmentation from :mod:`s4tf.datasets.transforms`.
+    validation_transform : callable, optional
+        Applied to every validation batch; by default the deterministic part
+        of ``transform`` (``transform.deterministic()``: random crops become
+        centre crops, flips go, ``Normalize`` stays; a plain function is
+        applied as it is). Pass ``transforms.Compose([])`` for none.
 """

@@ -56,6 +56,8 @@ class Digits(Dataset):
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
+        validation_transform=None,
     ):
         images, labels = _load()
         images = images[..., np.newaxis]
@@ -71,6 +73,8 @@ class Digits(Dataset):
             seed=seed,
             drop_remainder=drop_remainder,
             prefetch=prefetch,
+            transform=transform,
+            validation_transform=validation_transform,
         )
 
 

@@ -189,6 +189,8 @@ class ImageFolder(Dataset):
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
+        validation_transform=None,
     ):
         name = type(self).__name__
         root = Path(path).expanduser()
@@ -261,6 +263,8 @@ class ImageFolder(Dataset):
             seed=seed,
             drop_remainder=drop_remainder,
             prefetch=prefetch,
+            transform=transform,
+            validation_transform=validation_transform,
         )
 
 

@@ -88,6 +88,8 @@ class Imagenette(ImageFolder):
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
+        validation_transform=None,
     ):
         directory = data_directory("imagenette", root)
         if _is_split_folder(directory):
@@ -111,6 +113,8 @@ class Imagenette(ImageFolder):
             seed=seed,
             drop_remainder=drop_remainder,
             prefetch=prefetch,
+            transform=transform,
+            validation_transform=validation_transform,
         )
         self.class_names = tuple(_CLASS_NAMES.get(n, n) for n in self.class_names)
 

@@ -66,6 +66,8 @@ class Shapes(Dataset):
         seed: int | None = None,
         drop_remainder: bool = False,
         prefetch: bool = True,
+        transform=None,
+        validation_transform=None,
     ):
         if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 8:
             raise ValueError(f"Shapes: image_size must be an int >= 8, got {image_size!r}.")
@@ -87,6 +89,8 @@ class Shapes(Dataset):
             seed=seed,
             drop_remainder=drop_remainder,
             prefetch=prefetch,
+            transform=transform,
+            validation_transform=validation_transform,
         )
 
 

@@ -17,17 +17,28 @@ construction: first :func:`number` (a real number, never a string, a bool or
 None, so ``SGD(model, learning_rate="0.1")`` fails naming the argument), then
 its own ``check``. A :func:`flag` is a bool setting, stored as ``bool(value)``
 and not saved.
+
+Any numeric hyperparameter may also be a schedule, a function of the step
+(1, 2, ...) such as those in :mod:`s4tf.optimizers.schedules`:
+``SGD(model, learning_rate=schedules.OneCycle(0.1, total_steps=1000))``.
+Reading the attribute then gives the number for the next update (inside
+``step_constants(step)``, for that ``step``), so rules, ``state_dict()`` and
+``repr`` see plain floats; assigning a number replaces the schedule (unless
+it is the number the schedule gives for the next update, as a restored
+``state_dict()`` does), assigning a function sets a new one, and
+:func:`schedule_of` returns the schedule in force.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 
 import numpy as np
 
 __all__ = ["Hyperparameter", "declare", "flag", "hyperparameter", "non_negative", "number",
-           "unit_interval"]
+           "schedule_of", "unit_interval"]
 
 
 def number(owner: str, name: str, value) -> float:
@@ -152,6 +163,8 @@ def declare(cls, inherited: dict[str, Hyperparameter], finish):
     class writes its own ``__init__``, gives it one with a parameter per field
     that stores the arguments and calls ``finish(self, model)``.
     """
+    if "step_constants" in vars(cls):
+        cls.step_constants = _at_step(vars(cls)["step_constants"])
     own = {name: value for name, value in vars(cls).items() if isinstance(value, Hyperparameter)}
     if not own:
         return inherited
@@ -160,7 +173,7 @@ def declare(cls, inherited: dict[str, Hyperparameter], finish):
     for name, field in own.items():
         field.annotation = annotations.get(name, inspect.Parameter.empty)
         fields[name] = field
-        setattr(cls, name, field.default)
+        setattr(cls, name, _Scheduled(name, field.default) if field.saved else field.default)
     if "__init__" not in vars(cls):
         cls.__init__ = _make_init(cls, fields, finish)
     return fields
@@ -187,3 +200,87 @@ def _make_init(cls, fields: dict[str, Hyperparameter], finish):
                             if field.annotation is not inspect.Parameter.empty}
     init.__annotations__["return"] = "None"
     return init
+
+
+# The step whose constants are being computed, per optimizer (set by _at_step).
+_AT_STEP = "_hyperparameters_at_step"
+
+
+class _Scheduled:
+    """A numeric hyperparameter's class attribute: a number, or a schedule read at the step.
+
+    The instance's ``__dict__`` holds what was assigned; reading gives a
+    float: the number, or the schedule's value at the step being computed
+    (inside ``step_constants``) or else at the next update's step.
+    """
+
+    def __init__(self, name: str, default) -> None:
+        self.name, self.default = name, default
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self.default
+        value = instance.__dict__.get(self.name, self.default)
+        if not _is_schedule(value):
+            return value
+        step = instance.__dict__.get(_AT_STEP)
+        if step is None:
+            step = getattr(instance, "step", 0) + 1
+        result = value(step)
+        if isinstance(result, numbers.Real) and not isinstance(result, bool | np.bool_):
+            return float(result)
+        raise TypeError(
+            f"{type(instance).__name__}: the schedule given as {self.name} ({value!r}) returned "
+            f"{result!r} (a {type(result).__name__}) for step {step}; a schedule must return a "
+            "number for every step (1, 2, ...)."
+        )
+
+    def __set__(self, instance, value) -> None:
+        held = instance.__dict__.get(self.name)
+        if _is_schedule(held) and not _is_schedule(value):
+            try:
+                unchanged = float(value) == self.__get__(instance)
+            except (TypeError, ValueError):
+                unchanged = False
+            if unchanged:  # a restored state_dict, a captured step's tracked copy
+                return
+        instance.__dict__[self.name] = value
+
+
+def _is_schedule(value) -> bool:
+    return callable(value) and not isinstance(value, numbers.Number)
+
+
+def _at_step(step_constants):
+    """``step_constants`` reading scheduled hyperparameters at its ``step`` argument."""
+
+    @functools.wraps(step_constants)
+    def at_step(self, step, *args, **kwargs):
+        outer = self.__dict__.get(_AT_STEP)
+        self.__dict__[_AT_STEP] = step
+        try:
+            return step_constants(self, step, *args, **kwargs)
+        finally:
+            self.__dict__[_AT_STEP] = outer
+
+    return at_step
+
+
+def schedule_of(optimizer, name: str = "learning_rate"):
+    """The schedule set as ``optimizer``'s hyperparameter ``name``, or None for a number.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.optimizers import schedules
+    >>> from s4tf.optimizers.hyperparameters import schedule_of
+    >>> warmup = schedules.LinearWarmup(0.1, warmup_steps=10)
+    >>> opt = s4tf.optimizers.SGD([s4tf.ones([2])], learning_rate=warmup)
+    >>> schedule_of(opt) is warmup, opt.learning_rate          # the rate of update 1
+    (True, 0.01)
+    >>> opt.learning_rate = 0.5                                # a number replaces it
+    >>> schedule_of(opt) is None
+    True
+    """
+    value = vars(optimizer).get(name)
+    return value if _is_schedule(value) else None

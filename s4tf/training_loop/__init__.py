@@ -12,16 +12,20 @@ from .callbacks import (
     Callback,
     CSVLogger,
     EarlyStopping,
+    ExponentialMovingAverage,
     LearningRateScheduler,
     ModelCheckpoint,
     NonFiniteLossError,
+    ReduceLROnPlateau,
+    TensorBoard,
     TerminateOnNaN,
 )
 from .loop import TrainingLoop
-from .metrics import Accuracy, Mean, Metric, make_metric
+from .metrics import Accuracy, Mean, Metric, Precision, Recall, make_metric
 
 __all__ = [
-    "Accuracy", "CSVLogger", "Callback", "EarlyStopping", "LearningRateScheduler", "Mean",
-    "Metric", "ModelCheckpoint", "NonFiniteLossError", "TerminateOnNaN", "TrainingLoop",
+    "Accuracy", "CSVLogger", "Callback", "EarlyStopping", "ExponentialMovingAverage",
+    "LearningRateScheduler", "Mean", "Metric", "ModelCheckpoint", "NonFiniteLossError",
+    "Precision", "Recall", "ReduceLROnPlateau", "TensorBoard", "TerminateOnNaN", "TrainingLoop",
     "callbacks", "make_metric",
 ]

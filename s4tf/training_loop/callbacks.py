@@ -3,8 +3,9 @@
 Events, in order: ``fit_start``, then per epoch ``epoch_start``, per batch
 ``batch_start``, ``loss`` (the batch's loss is computed), ``update_start``
 (after the gradient, before the optimizer update; it may replace the
-gradient), ``batch_end``, then ``epoch_end`` (after validation, with the
-epoch's logs) and finally ``fit_end``. Any callback may stop training by
+gradient), ``batch_end``, then ``validation_start`` (it may give another
+model to evaluate), ``epoch_end`` (after validation, with the epoch's logs)
+and finally ``fit_end``. Any callback may stop training by
 setting ``loop.stop_training = True`` (after the current batch), or at once by
 raising: ``fit`` re-raises, with ``loop.model`` the model after the last
 finished step.
@@ -19,50 +20,16 @@ import os
 from ..checkpoint import save, save_training_state
 from ..tensor import Tensor
 from ..tree import tree_map
+from .averaging import ExponentialMovingAverage
+from .callback import Callback, improved, mode_for, monitored
+from .learning_rate import LearningRateScheduler, ReduceLROnPlateau
+from .tensorboard import TensorBoard
 
 __all__ = [
-    "CSVLogger", "Callback", "EarlyStopping", "LearningRateScheduler", "ModelCheckpoint",
-    "NonFiniteLossError", "TerminateOnNaN",
+    "CSVLogger", "Callback", "EarlyStopping", "ExponentialMovingAverage",
+    "LearningRateScheduler", "ModelCheckpoint", "NonFiniteLossError", "ReduceLROnPlateau",
+    "TensorBoard", "TerminateOnNaN",
 ]
-
-
-class Callback:
-    """Base class: override the events you need; each default does nothing.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> class StopAfterTenSteps(s4tf.callbacks.Callback):
-    ...     def on_batch_end(self, loop, batch, loss):
-    ...         if loop.step >= 10:
-    ...             loop.stop_training = True
-    """
-
-    def on_fit_start(self, loop, model) -> None:
-        """Training is about to start with ``model``."""
-
-    def on_epoch_start(self, loop, epoch: int) -> None:
-        """Epoch ``epoch`` (counted from 0) starts."""
-
-    def on_batch_start(self, loop, batch: int) -> None:
-        """Batch ``batch`` of the epoch starts; ``loop.step`` counts all batches."""
-
-    def on_loss(self, loop, batch: int, loss: Tensor) -> None:
-        """Batch ``batch``'s ``loss`` (unread tensor) is computed; its update has not run yet."""
-
-    def on_update_start(self, loop, gradients):
-        """The gradient is known and the update is next; return a new gradient to replace it."""
-        return None
-
-    def on_batch_end(self, loop, batch: int, loss: Tensor) -> None:
-        """The update of batch ``batch`` is done; ``loss`` is its (unread) loss tensor."""
-
-    def on_epoch_end(self, loop, epoch: int, logs: dict, model) -> None:
-        """Epoch ``epoch`` ended; ``logs`` maps metric names (``val_`` for validation) to floats."""
-
-    def on_fit_end(self, loop, model):
-        """Training ended; return a model to make :meth:`TrainingLoop.fit` return it instead."""
-        return None
 
 
 class CSVLogger(Callback):
@@ -95,31 +62,6 @@ class CSVLogger(Callback):
             writer.writerow([epoch + 1, *(logs.get(c, "") for c in self._columns[1:])])
 
 
-def _improved(value: float, best: float, mode: str, min_delta: float) -> bool:
-    if math.isnan(value):
-        return False
-    if mode == "min":
-        return value < best - min_delta
-    return value > best + min_delta
-
-
-def _mode_for(monitor: str, mode: str) -> str:
-    if mode not in ("auto", "min", "max"):
-        raise ValueError(f"mode must be 'auto', 'min' or 'max'; received mode={mode!r}.")
-    if mode != "auto":
-        return mode
-    return "max" if "acc" in monitor else "min"
-
-
-def _monitored(logs: dict, monitor: str, who: str) -> float:
-    if monitor not in logs:
-        raise KeyError(
-            f"{who} monitors {monitor!r}, but the epoch's logs hold only {sorted(logs)}. "
-            "Pass a validation set for val_ metrics, or monitor one of those names."
-        )
-    return logs[monitor]
-
-
 class ModelCheckpoint(Callback):
     """Save the model (or a resumable training state) at the end of epochs.
 
@@ -147,15 +89,15 @@ class ModelCheckpoint(Callback):
         self.path = os.fspath(path)
         self.save_best_only = save_best_only
         self.monitor = monitor
-        self.mode = _mode_for(monitor, mode)
+        self.mode = mode_for(monitor, mode)
         self.training_state = training_state
         self.best = math.inf if self.mode == "min" else -math.inf
         self.saved: list[str] = []
 
     def on_epoch_end(self, loop, epoch, logs, model) -> None:
         if self.save_best_only:
-            value = _monitored(logs, self.monitor, "ModelCheckpoint")
-            if not _improved(value, self.best, self.mode, 0.0):
+            value = monitored(logs, self.monitor, "ModelCheckpoint")
+            if not improved(value, self.best, self.mode, 0.0):
                 return
             self.best = value
         path = self.path.format(epoch=epoch + 1, **logs)
@@ -171,6 +113,9 @@ class EarlyStopping(Callback):
 
     With ``restore_best=True`` the loop returns the best model seen (a copy of
     it is kept, so updates of the live model cannot be in place while it is).
+    When it stops training it says so in one line of the loop's output (see
+    :meth:`TrainingLoop.note <s4tf.TrainingLoop.note>`): the epoch, what did
+    not improve, and the best value and its epoch.
 
     Examples
     --------
@@ -185,7 +130,7 @@ class EarlyStopping(Callback):
         self.monitor = monitor
         self.patience = patience
         self.min_delta = abs(min_delta)
-        self.mode = _mode_for(monitor, mode)
+        self.mode = mode_for(monitor, mode)
         self.restore_best = restore_best
 
     def on_fit_start(self, loop, model) -> None:
@@ -196,8 +141,8 @@ class EarlyStopping(Callback):
         self._best_model = None
 
     def on_epoch_end(self, loop, epoch, logs, model) -> None:
-        value = _monitored(logs, self.monitor, "EarlyStopping")
-        if _improved(value, self.best, self.mode, self.min_delta):
+        value = monitored(logs, self.monitor, "EarlyStopping")
+        if improved(value, self.best, self.mode, self.min_delta):
             self.best, self.wait, self.best_epoch = value, 0, epoch
             if self.restore_best:
                 # Copies, not references: the live model may then still update in place.
@@ -208,48 +153,18 @@ class EarlyStopping(Callback):
         if self.wait > self.patience:
             self.stopped_epoch = epoch
             loop.stop_training = True
+            kept = ""
+            if self.restore_best and self._best_model is not None:
+                kept = f"; fit returns the model of epoch {self.best_epoch + 1}"
+            best = ("no epoch gave a number" if self.best_epoch is None else
+                    f"the best was {self.best:.4f} in epoch {self.best_epoch + 1}")
+            loop.note(f"EarlyStopping: stopped after epoch {epoch + 1}: {self.monitor} has not "
+                      f"improved by more than {self.min_delta} for {self.wait} epoch"
+                      f"{'s' if self.wait != 1 else ''} ({best}{kept}).")
 
     def on_fit_end(self, loop, model):
         best, self._best_model = self._best_model, None
         return best
-
-
-class LearningRateScheduler(Callback):
-    """Set ``optimizer.learning_rate`` from a schedule before every step or epoch.
-
-    Parameters
-    ----------
-    schedule : callable
-        ``schedule(count) -> float``: an ``s4tf.optimizers.schedules`` object
-        or any function of the step (``per="step"``, counted over the whole
-        run from 0) or of the epoch (``per="epoch"``, from 0).
-    per : str
-        ``"step"`` (default) or ``"epoch"``.
-
-    Examples
-    --------
-    >>> import s4tf
-    >>> warmup = s4tf.callbacks.LearningRateScheduler(lambda step: min(1.0, step / 100) * 1e-3)
-    """
-
-    def __init__(self, schedule, per: str = "step"):
-        if not callable(schedule):
-            raise TypeError(f"schedule must be callable(count) -> float; received {schedule!r}.")
-        if per not in ("step", "epoch"):
-            raise ValueError(f"per must be 'step' or 'epoch'; received per={per!r}.")
-        self.schedule = schedule
-        self.per = per
-
-    def _set(self, loop, count: int) -> None:
-        loop.optimizer.learning_rate = float(self.schedule(count))
-
-    def on_epoch_start(self, loop, epoch) -> None:
-        if self.per == "epoch":
-            self._set(loop, epoch)
-
-    def on_batch_start(self, loop, batch) -> None:
-        if self.per == "step":
-            self._set(loop, loop.step)
 
 
 class NonFiniteLossError(FloatingPointError):

@@ -14,14 +14,21 @@ from __future__ import annotations
 
 import copy
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
 
 from ..autodiff import value_with_gradient, without_derivative
 from ..backends.base import barrier
 from ..cow.interrupts import InterruptsDeferred
 from ..learning_phase import inference, training
+from ..ops import concat
+from ..tensor import Tensor
+from ..tree import tree_map
 from .batches import (
     as_pair,
+    batch_size,
     divides,
     length,
     no_batches_message,
@@ -111,6 +118,9 @@ class TrainingLoop:
         Every finished epoch's logs.
     stop_training : bool
         Set it (from a callback) to stop after the current batch.
+    notes : list of str
+        The lines callbacks wrote with :meth:`note` (why training stopped, a
+        changed learning rate), kept also when ``progress=False`` hides them.
 
     Examples
     --------
@@ -170,8 +180,34 @@ class TrainingLoop:
         self.history: list[dict] = []
         self.stop_training = False
         self._told_about_drop = False
+        self.notes: list[str] = []
+        self._display: EpochDisplay | None = None
+        self.accumulate = 1
+        self._pending = None  # accumulated gradients: (sum of examples * gradient, examples, batches)
 
-    def fit(self, model, epochs: int, *, initial_epoch: int = 0):
+    def note(self, message: str) -> None:
+        """Show a one-line ``message`` with the loop's output and keep it in :attr:`notes`.
+
+        Callbacks say here what they did (early stopping stopped, the learning
+        rate was lowered); during ``fit`` the line is kept clear of the
+        progress bars. ``progress=False`` shows nothing.
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> loop = s4tf.TrainingLoop(training=[], optimizer=s4tf.optimizers.SGD([s4tf.ones([1])]),
+        ...                          loss=s4tf.softmax_cross_entropy, progress=False)
+        >>> loop.note("stopped early")
+        >>> loop.notes
+        ['stopped early']
+        """
+        self.notes.append(message)
+        if self._display is not None:
+            self._display.note(message)
+        elif self.progress:
+            print(message, file=sys.stderr, flush=True)
+
+    def fit(self, model, epochs: int, *, initial_epoch: int = 0, accumulate: int = 1):
         """Train ``model`` for epochs ``initial_epoch .. epochs - 1`` and return it.
 
         ``initial_epoch`` resumes a run: pass the epoch that
@@ -211,9 +247,22 @@ class TrainingLoop:
         batch, so its finished batches are trained twice; an uninterrupted
         rerun is bit-identical only from an epoch boundary (a file written by
         :class:`~s4tf.callbacks.ModelCheckpoint`).
+
+        ``accumulate=k`` (gradient accumulation) sums the gradients of ``k``
+        batches and updates once with their example-weighted mean: for a loss
+        that is a mean over the batch, exactly the update of one batch ``k``
+        times larger, in the memory of one batch. ``loop.step`` and the
+        optimizer count updates; metrics and ``on_batch_*`` events count
+        batches. The last group of an epoch may have fewer than ``k``
+        batches, and is applied as it is; a group cut short by
+        ``stop_training`` or an error is dropped.
         """
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be a positive int; received epochs={epochs!r}.")
+        if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+            raise ValueError(f"accumulate must be a positive int (batches per update); received "
+                             f"accumulate={accumulate!r}.")
+        self.accumulate = accumulate
         if not 0 <= initial_epoch <= epochs:
             raise ValueError(f"initial_epoch must be in [0, epochs={epochs}]; received "
                              f"initial_epoch={initial_epoch!r}.")
@@ -228,7 +277,7 @@ class TrainingLoop:
             model = self.strategy.replicate(model)
         # From here on the loop's attribute is its only reference (see the module docstring).
         self.model, model = model, None
-        display = EpochDisplay(self.progress)
+        display = self._display = EpochDisplay(self.progress)
         try:
             self._fire("on_fit_start", self.model)
             for epoch in range(initial_epoch, epochs):
@@ -236,7 +285,7 @@ class TrainingLoop:
                 self._train_epoch(epoch, epochs, display, earlier)
                 logs = self._results(self.metrics)
                 if self.validation is not None:
-                    results, count = self._evaluate(self.model, self.validation)
+                    results, count = self._evaluate(self._validated_model(), self.validation)
                     if not count:
                         raise ValueError(no_batches_message(self.validation, "validation",
                                                             epoch, earlier))
@@ -248,6 +297,7 @@ class TrainingLoop:
                     break
         finally:
             display.close()  # a bar left open by an interrupted epoch
+            self._display, self._pending = None, None
         for callback in self.callbacks:
             replaced = callback.on_fit_end(self, self.model)
             if replaced is not None:
@@ -268,10 +318,14 @@ class TrainingLoop:
                                     lambda short, full: self._dropped(display, short, full))
         shown: dict = {}  # the running metrics as of the previous step
         seen = 0
+        self._pending = None  # a group is never carried into the next epoch
         try:
-            for batch, (data, labels) in enumerate(batches):
+            # Gradient accumulation must know an epoch's last batch, to apply a short group.
+            numbered = (_with_last(batches) if self.accumulate > 1
+                        else ((index, False, pair) for index, pair in enumerate(batches)))
+            for batch, last, (data, labels) in numbered:
                 seen += 1
-                self._step(batch, data, labels)
+                self._step(batch, data, labels, last)
                 # A live bar reads the metrics as of the previous step: that waits for
                 # the previous step only, so the device runs this one (the barrier
                 # returned at its launch) while the next is recorded. The epoch's
@@ -285,26 +339,32 @@ class TrainingLoop:
         if not seen:
             raise ValueError(no_batches_message(self.training, "training", epoch, earlier))
 
-    def _step(self, batch: int, data, labels) -> None:
-        """Train on one batch: gradient, update of ``self.model``, metric sums, barrier."""
+    def _step(self, batch: int, data, labels, last: bool = False) -> None:
+        """Train on one batch: gradient, update of ``self.model``, metric sums, barrier.
+
+        ``last``: the epoch's last batch (read only when accumulating gradients).
+        """
         if self.strategy is not None:
             data, labels = self.strategy.shard((data, labels))
         self._fire("on_batch_start", batch)
         with training():
             loss_value, output, gradients = self._gradient(self.model, data, labels)
         self._fire("on_loss", batch, loss_value)
-        for callback in self.callbacks:
-            replaced = callback.on_update_start(self, gradients)
-            if replaced is not None:
-                gradients = replaced
-        # The model is read from and stored back into the loop's attribute in one
-        # statement, so the update may be in place. Ctrl-C waits until both the
-        # update and the step count are stored: ``loop.model`` and the optimizer
-        # then always agree (an update interrupted on its own would be applied
-        # and lost if the signal landed between its return and the store).
-        with InterruptsDeferred():
-            self.model = self.optimizer.update(self.model, gradients)
-            self.step += 1
+        if self.accumulate > 1:
+            gradients = self._accumulated(gradients, batch_size(data, labels) or 1, last)
+        if gradients is not None:
+            for callback in self.callbacks:
+                replaced = callback.on_update_start(self, gradients)
+                if replaced is not None:
+                    gradients = replaced
+            # The model is read from and stored back into the loop's attribute in one
+            # statement, so the update may be in place. Ctrl-C waits until both the
+            # update and the step count are stored: ``loop.model`` and the optimizer
+            # then always agree (an update interrupted on its own would be applied
+            # and lost if the signal landed between its return and the store).
+            with InterruptsDeferred():
+                self.model = self.optimizer.update(self.model, gradients)
+                self.step += 1
         del gradients
         # Before the barrier, so the metric sums join this step's compiled
         # graph: every step's graph is then the same (lazy backend).
@@ -313,6 +373,87 @@ class TrainingLoop:
         del output
         barrier()
         self._fire("on_batch_end", batch, loss_value)
+
+    def _accumulated(self, gradients, examples: int, last: bool):
+        """Add a batch's gradient to the group; the group's mean when it is complete, else None.
+
+        Each batch's gradient is weighted by its size, so the mean is the
+        gradient of the mean loss over all the group's examples.
+        """
+        weighted = tree_map(lambda g: g * float(examples), gradients)
+        if self._pending is None:
+            total, count, batches = weighted, examples, 1
+        else:
+            total, count, batches = self._pending
+            total = tree_map(lambda a, b: a + b, total, weighted)
+            count, batches = count + examples, batches + 1
+        if batches < self.accumulate and not last:
+            self._pending = (total, count, batches)
+            return None
+        self._pending = None
+        return tree_map(lambda g: g * (1.0 / count), total)
+
+    def _validated_model(self):
+        """The model validation evaluates: the live one unless a callback gives another (an average)."""
+        evaluated = self.model
+        for callback in self.callbacks:
+            replaced = callback.on_validation_start(self, evaluated)
+            if replaced is not None:
+                evaluated = replaced
+        return evaluated
+
+    def predict(self, model, data, *, batch_size: int = 256):
+        """``model``'s outputs over ``data``, in the inference phase, joined along the batch.
+
+        Parameters
+        ----------
+        model
+            Any model (the loop's own, ``loop.model``, is not assumed).
+        data
+            A tensor or NumPy array of inputs (run ``batch_size`` at a time),
+            or an iterable of batches: ``(data, labels)`` pairs (a
+            :class:`s4tf.datasets.Batches`; the labels are ignored) or input
+            tensors.
+
+        Returns
+        -------
+        Tensor
+            The outputs, one row per example, in order (a tuple or list of
+            tensors for a model that returns several).
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> from s4tf import datasets, layers, optimizers
+        >>> data = datasets.Digits(batch_size=64, seed=0)
+        >>> model = layers.Sequential(layers.Flatten(), layers.Dense(64, 10))
+        >>> loop = s4tf.TrainingLoop(training=data.training, optimizer=optimizers.SGD(model),
+        ...                          loss=s4tf.softmax_cross_entropy, progress=False)
+        >>> loop.predict(model, data.validation).shape
+        (360, 10)
+        >>> loop.predict(model, s4tf.zeros([3, 8, 8, 1])).argmax(axis=-1).shape
+        (3,)
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"predict: batch_size must be a positive int; received "
+                             f"batch_size={batch_size!r}.")
+        if isinstance(data, np.ndarray):
+            data = Tensor(data)
+        if isinstance(data, Tensor):
+            batches = (data[start:start + batch_size]
+                       for start in range(0, max(data.shape[0], 1), batch_size))
+        else:
+            batches = (item[0] if isinstance(item, (tuple, list)) and len(item) == 2 else item
+                       for item in data)
+        outputs = []
+        with inference():
+            for inputs in batches:
+                if isinstance(inputs, np.ndarray):
+                    inputs = Tensor(inputs)
+                outputs.append(tree_map(without_derivative, model(inputs)))
+        if not outputs:
+            raise ValueError(f"predict: the data ({type(data).__name__}) gave no batches.")
+        return tree_map(lambda *parts: concat(list(parts), axis=0), *outputs)
 
     def _gradient(self, model, data, labels):
         kept = {}
@@ -387,3 +528,17 @@ def _updates_so_far(optimizer, initial_epoch: int) -> int:
         "it one (the number of updates applied), or restore an s4tf optimizer with "
         "s4tf.load_training_state(path, like=model, optimizer=optimizer)."
     )
+
+
+def _with_last(batches: Iterable):
+    """``(index, is_last, item)`` for each item: reads one item ahead."""
+    iterator = iter(batches)
+    held = next(iterator, _END)
+    index = 0
+    while held is not _END:
+        following = next(iterator, _END)
+        yield index, following is _END, held
+        held, index = following, index + 1
+
+
+_END = object()

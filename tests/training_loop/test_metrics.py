@@ -100,3 +100,69 @@ def test_fit_and_validation_metrics_are_the_means_over_every_example():
     assert logs["val_loss"] == pytest.approx(expected_loss, abs=1e-6)
     assert logs["accuracy"] == pytest.approx(expected_accuracy, abs=1e-7)
     assert logs["val_accuracy"] == pytest.approx(expected_accuracy, abs=1e-7)
+
+
+def _random_classifier_batches(seed=0, sizes=(7, 7, 3), classes=5):
+    rng = np.random.default_rng(seed)
+    outputs = [rng.normal(size=(n, classes)).astype(np.float32) for n in sizes]
+    labels = [rng.integers(0, classes, n).astype(np.int32) for n in sizes]
+    return outputs, labels
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_top_k_accuracy_matches_a_sort(backend, k):
+    outputs, labels = _random_classifier_batches()
+    metric = make_metric(f"top_{k}_accuracy") if k > 1 else Accuracy(top_k=1)
+    for o, y in zip(outputs, labels, strict=True):
+        metric.update(None, s4tf.Tensor(o), s4tf.Tensor(y))
+    o, y = np.concatenate(outputs), np.concatenate(labels)
+    expected = np.mean([label in np.argsort(-row)[:k] for row, label in zip(o, y, strict=True)])
+    assert metric.result() == pytest.approx(expected, abs=1e-7)
+    assert metric.name == ("accuracy" if k == 1 else f"top_{k}_accuracy")
+    with pytest.raises(ValueError, match="at least 6 classes"):
+        Accuracy(top_k=6).update(None, s4tf.Tensor(o), s4tf.Tensor(y))
+
+
+def test_precision_and_recall_per_class_and_averaged(backend):
+    from s4tf.training_loop import Precision, Recall
+
+    outputs, labels = _random_classifier_batches(seed=1, classes=4)
+    metrics = [Precision(), Recall(), Precision(class_id=2), Recall(class_id=2)]
+    for o, y in zip(outputs, labels, strict=True):
+        for metric in metrics:
+            metric.update(None, s4tf.Tensor(o), s4tf.Tensor(y))
+    predicted, y = np.concatenate(outputs).argmax(-1), np.concatenate(labels)
+    hits = np.array([np.sum((predicted == c) & (y == c)) for c in range(4)])
+    precision = hits / np.maximum([np.sum(predicted == c) for c in range(4)], 1)
+    recall = hits / np.maximum([np.sum(y == c) for c in range(4)], 1)
+    got = [m.result() for m in metrics]
+    assert got == pytest.approx([precision.mean(), recall.mean(), precision[2], recall[2]],
+                                abs=1e-6)
+    assert [m.name for m in metrics] == ["precision", "recall", "precision_2", "recall_2"]
+
+
+def test_precision_of_one_score_per_example_uses_the_threshold(backend):
+    from s4tf.training_loop import Precision
+
+    logits = s4tf.Tensor(np.array([[2.0], [-1.0], [0.5], [0.1]], np.float32))
+    labels = s4tf.Tensor(np.array([1, 1, 0, 1], np.int32))
+    at_zero, at_one = Precision(threshold=0.0), Precision(threshold=1.0)
+    at_zero.update(None, logits, labels)
+    at_one.update(None, logits, labels)
+    assert at_zero.result() == pytest.approx(2 / 3) and at_one.result() == 1.0
+
+
+def test_precision_and_recall_run_in_a_training_loop():
+    x = np.random.default_rng(0).normal(size=(12, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32)
+    data = Batches.from_arrays(x, y, batch_size=4, prefetch=False)
+    model = layers.Dense(3, 2)
+    loop = s4tf.TrainingLoop(training=data, validation=data,
+                             optimizer=optimizers.SGD(model, learning_rate=0.1),
+                             loss=s4tf.softmax_cross_entropy, progress=False,
+                             metrics=("loss", "accuracy", "precision", "recall",
+                                      "top_2_accuracy"))
+    loop.fit(model, epochs=1)
+    logs = loop.history[-1]
+    assert {"precision", "recall", "val_precision", "val_recall"} <= set(logs)
+    assert logs["val_top_2_accuracy"] == 1.0  # two classes: always in the top two
