@@ -85,3 +85,46 @@ def test_embedding_and_batch_norm_in_inference(backend):
                                   dtype=np.int32))
     with s4tf.inference():
         _assert_per_example_gradients(model, tokens, _labels(rng, 3))
+
+
+def test_gradient_of_gathered_rows_counts_each_examples_reads(backend):
+    # The cotangent of the gathered rows is the same for every example (a plain tensor);
+    # only the indices are batched, so the rows' gradients add up per example.
+    table = s4tf.Tensor(np.arange(12.0).reshape(4, 3))
+    indices = s4tf.Tensor(np.array([[0, 0, 2], [3, 1, 1]], dtype=np.int32))
+    grads = s4tf.vmap(lambda i: s4tf.gradient(
+        table, of=lambda t: s4tf.gather(t, i).sum()))(indices)
+    assert grads.numpy()[:, :, 0].tolist() == [[2.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 1.0]]
+
+
+def test_batched_tables_and_indices_never_read_another_examples_row(backend):
+    # Example b's index i reads row b * n + i of the merged tables: an index n (out of
+    # range) must not become the next example's row 0.
+    tables = s4tf.Tensor(np.arange(12.0).reshape(2, 3, 2))
+    indices = s4tf.Tensor(np.array([[0, 3], [2, 1]], dtype=np.int32))
+    gather = s4tf.vmap(lambda t, i: s4tf.gather(t, i))
+    if backend != "xla":
+        with pytest.raises(IndexError, match=r"\[0, 3\)"):
+            gather(tables, indices)
+        return
+    got = gather(tables, indices).numpy()
+    assert got[0, 0].tolist() == [0.0, 1.0] and np.isnan(got[0, 1]).all()
+    assert got[1].tolist() == [[10.0, 11.0], [8.0, 9.0]]
+
+
+def test_vmap_of_vmap_of_a_grouped_convolution(backend):
+    # Two levels of batch, both on the input and the filters: each level becomes channel
+    # groups of the level below (groups of groups).
+    rng = np.random.default_rng(3)
+    x = s4tf.Tensor(rng.standard_normal((2, 3, 1, 4, 4, 4)))
+    w = s4tf.Tensor(rng.standard_normal((3, 2, 2, 2, 4, 2)))
+
+    def conv(x, w):
+        depthwise = s4tf.nn.depthwise_conv2d(x, w, padding="same")  # 4 groups
+        return depthwise * s4tf.nn.conv2d(x, w, strides=2, padding="same").sum()
+
+    inner = s4tf.vmap(conv, in_axes=(0, 1))
+    got = s4tf.vmap(inner, in_axes=(1, 0))(x, w)
+    for a in range(3):
+        for b in range(2):
+            assert_allclose(got[a, b], conv(x[b, a], w[a, :, b]), atol=1e-10)
