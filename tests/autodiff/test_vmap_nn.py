@@ -10,7 +10,7 @@ import pytest
 
 import s4tf
 from s4tf import layers
-from s4tf.testing import assert_allclose
+from s4tf.testing import assert_allclose, check_gradients
 from s4tf.tree import tree_leaves
 
 pytestmark = pytest.mark.usefixtures("backend")
@@ -128,3 +128,63 @@ def test_vmap_of_vmap_of_a_grouped_convolution(backend):
     for a in range(3):
         for b in range(2):
             assert_allclose(got[a, b], conv(x[b, a], w[a, :, b]), atol=1e-10)
+
+
+def _f64(*shape):
+    return s4tf.Tensor(_RNG.standard_normal(shape))
+
+
+_RNG = np.random.default_rng(5)
+
+# The nn functions made of primitives (attention, softmax, resampling, channel shuffle,
+# padded and adaptive pools, transposed and separable convolutions, one-hot): batched
+# through their primitives' rules. name: (f, args, in_axes).
+COMPOSITES = {
+    "attention": (
+        lambda q, k, v, mask: s4tf.nn.scaled_dot_product_attention(q, k, v, mask=mask,
+                                                                   causal=True),
+        [_f64(BATCH, 2, 4, 3), _f64(2, 5, 3), _f64(BATCH, 2, 5, 2),
+         s4tf.Tensor(_RNG.random((4, 5, BATCH)) > 0.3)], (0, None, 0, 2)),
+    "softmax": (lambda x: s4tf.softmax(x, axis=0), [_f64(4, BATCH, 3)], 1),
+    "log_softmax_cross_entropy": (
+        lambda x, labels: s4tf.softmax_cross_entropy(logits=x, labels=labels),
+        [_f64(BATCH, 4, 3), s4tf.Tensor(_RNG.integers(0, 3, (4, BATCH)).astype(np.int32))],
+        (0, 1)),
+    "upsampling_and_zero_padding": (
+        lambda x: s4tf.nn.zero_padding2d(s4tf.nn.upsampling2d(x, size=(2, 3)), ((1, 0), (2, 1))),
+        [_f64(1, BATCH, 2, 3, 2)], 1),
+    "channel_shuffle": (lambda x: s4tf.nn.channel_shuffle(x, groups=2), [_f64(1, 2, BATCH, 6)], 2),
+    "avg_pool_same_padding": (lambda x: s4tf.nn.avg_pool2d(x, 2, 2, padding="same"),
+                              [_f64(1, 5, 5, 2, BATCH)], 4),
+    "adaptive_avg_pool": (lambda x: s4tf.nn.adaptive_avg_pool2d(x, (2, 3)),
+                          [_f64(BATCH, 1, 5, 4, 2)], 0),
+    "conv_transpose": (lambda x, w: s4tf.nn.conv2d_transpose(x, w, strides=2, padding="same"),
+                       [_f64(BATCH, 1, 3, 3, 2), _f64(3, 3, 4, 2)], (0, None)),
+    "separable_conv": (
+        lambda x, d, p: s4tf.nn.separable_conv2d(x, d, p, padding="same"),
+        [_f64(BATCH, 1, 4, 4, 2), _f64(3, 3, 2, 2), _f64(BATCH, 1, 1, 4, 3)], (0, None, 0)),
+    "conv3d_and_max_pool3d": (lambda x, w: s4tf.nn.max_pool3d(s4tf.nn.conv3d(x, w), 2, 1),
+                              [_f64(1, 3, 3, 3, 2, BATCH), _f64(2, 2, 2, 2, 2, BATCH)], (5, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITES))
+def test_nn_functions_under_vmap_equal_a_loop_and_differentiate(name, backend):
+    f, args, in_axes = COMPOSITES[name]
+    args = [s4tf.to_backend(a, backend) for a in args]
+    in_axes = in_axes if isinstance(in_axes, tuple) else (in_axes,)
+    batched = s4tf.vmap(f, in_axes=in_axes)
+    expected = s4tf.stack([
+        f(*(a if d is None else a[(slice(None),) * d + (i,)] for a, d in zip(args, in_axes,
+                                                                             strict=True)))
+        for i in range(BATCH)])
+    assert_allclose(batched(*args), expected, atol=1e-10)
+    floating = [i for i, a in enumerate(args) if a.dtype.is_floating]
+
+    def of(*points):
+        full = list(args)
+        for i, point in zip(floating, points, strict=True):
+            full[i] = point
+        return batched(*full)
+
+    check_gradients(of, *(args[i] for i in floating), modes=("reverse",))
