@@ -19,10 +19,25 @@ from __future__ import annotations
 
 from ..ops.shapes import shape_of
 from ..ops.tracer import Trace, Tracer
+from ..user_frames import user_location
 
 __all__ = ["BatchTrace", "BatchTracer"]
 
 _new = object.__new__
+
+
+def _refusal(operation: str):
+    """A method that raises TypeError: ``operation`` needs one number, a batch has many."""
+
+    def refuse(self, *args, **kwargs):
+        raise TypeError(
+            f"{operation} of a value batched by s4tf.vmap, at {user_location()}: it holds one "
+            "value per example, and the function runs once for the whole batch. Keep it a "
+            "tensor (s4tf ops work per example), or read it after vmap returns."
+        )
+
+    refuse.__doc__ = f"Raises TypeError: {operation} needs one value; a batch has one per example."
+    return refuse
 
 
 class BatchTracer(Tracer):
@@ -39,6 +54,15 @@ class BatchTracer(Tracer):
 
     __slots__ = ("_batch_dim",)
     hides_axis = True
+
+    # Reading numbers needs one example's; the batch's would leak the batch axis.
+    numpy = _refusal("Tensor.numpy()")
+    item = _refusal("Tensor.item()")
+    tolist = _refusal("Tensor.tolist()")
+    __array__ = _refusal("Converting to a NumPy array")
+    __float__ = _refusal("float()")
+    __int__ = _refusal("int()")
+    __index__ = _refusal("Using as an index")
 
     # __new__, not __init__: see Tracer (s4tf.ops.tracer).
     def __new__(cls, trace, primal, batch_dim):

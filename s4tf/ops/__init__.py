@@ -8,9 +8,10 @@ this package installs Tensor's operators and methods
 (:mod:`s4tf.ops.tensor_methods`). This package re-exports the public ops.
 
 From the bottom up: ``tracer`` and ``numpy_functions``; ``primitive``;
-``elementwise``; ``shapes``; ``broadcasting`` (with ``reduce_sum``);
-``reductions``, ``linalg``, ``indexing``; ``joining``, ``softmax`` and the
-neural-network ops; ``ufuncs``; ``tensor_methods``.
+``shapes``; ``broadcasting`` (with ``reduce_sum``); ``batching_helpers`` (what
+batching rules share); ``elementwise``; ``reductions``, ``linalg``,
+``indexing``; ``joining``, ``softmax`` and the neural-network ops; ``ufuncs``;
+``tensor_methods``.
 """
 
 from __future__ import annotations

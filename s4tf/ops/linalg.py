@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .batching_helpers import align_batched, elementwise_apply, move_axis_to_front
 from .broadcasting import reduce_sum
-from .elementwise import add
+from .elementwise import add, mul
 from .primitive import GenericRule, primitive
 from .shapes import _reshape, expand_dims, shape_of, squeeze
 
@@ -36,7 +36,29 @@ def _matmul_batch(primitive, args, dims):
         out = primitive(_reshape(x, shape=(rows, shape[-1])), y)
         return _reshape(out, shape=(*shape[:-1], shape_of(out)[-1])), 0
     rank = max(len(shape_of(a)) - (d is not None) for a, d in zip(args, dims, strict=True))
-    return primitive(*align_batched(args, dims, rank)), 0
+    x, y = align_batched(args, dims, rank)
+    if _contracted_size(primitive, x) == 1:
+        return _outer_product(primitive, x, y), 0
+    return primitive(x, y), 0
+
+
+def _contracted_size(primitive, x):
+    return shape_of(x)[-2 if primitive is matmul_tn else -1]
+
+
+def _outer_product(primitive, x, y):
+    """``primitive(x, y)`` when the contracted axis has size 1: a broadcast product.
+
+    A per-example weight gradient is a batch of outer products (``x^T @ g`` of
+    one row each); BLAS runs them one small product at a time, a broadcast
+    multiply in one pass.
+    """
+    xs, ys = shape_of(x), shape_of(y)
+    if primitive is matmul_tn:  # (..., 1, n) -> (..., n, 1): the same memory order
+        x = _reshape(x, shape=(*xs[:-2], xs[-1], 1))
+    if primitive is matmul_nt:  # (..., m, 1) -> (..., 1, m)
+        y = _reshape(y, shape=(*ys[:-2], 1, ys[-2]))
+    return mul(x, y)
 
 
 _MATMUL_BATCH = GenericRule(_matmul_batch)

@@ -243,6 +243,12 @@ def test_python_control_flow_on_a_batched_value_is_refused():
         s4tf.vmap(lambda r: r if r.sum() > 0 else -r)(T(3, 2))
 
 
+@pytest.mark.parametrize("read", [float, lambda t: t.numpy(), lambda t: t.item()])
+def test_reading_a_number_of_a_batched_value_names_the_line(read):
+    with pytest.raises(TypeError, match="test_vmap.py.*one value per example"):
+        s4tf.vmap(lambda r: read(r.sum()))(T(3, 2))
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: s4tf.vmap(lambda a, b: a + b)(T(3, 2), T(4, 2)), "different sizes"),
     (lambda: s4tf.vmap(lambda a, b: a * b, in_axes=(0, 0))(T(3), 2.0), "Python float"),

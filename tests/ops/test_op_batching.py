@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import s4tf
+from s4tf.ops.batching_helpers import fold_leading_axis
 from s4tf.ops.convolution import conv_, conv_backprop_filter_, conv_backprop_input_
 from s4tf.ops.elementwise import pow_scalar, relu_grad
 from s4tf.ops.indexing import gather_, getitem_, index_add, scatter_add
@@ -145,7 +146,10 @@ BATCH_CASES = {
     "matmul_nt": (lambda x, y: matmul_nt(x, y), [T(4, 2, 3), T(5, 3)], (0, None)),
     "matmul_nt_both": (lambda x, y: matmul_nt(x, y), [T(2, 3, 4), T(4, 5, 3)], (2, 0)),
     "matmul_tn": (lambda x, y: matmul_tn(x, y), [T(4, 3, 2), T(3, 5)], (0, None)),
+    # A contracted axis of size 1 (per-example weight gradients): a broadcast product.
     "matmul_tn_both": (lambda x, y: matmul_tn(x, y), [T(4, 1, 3), T(4, 1, 2)], (0, 0)),
+    "matmul_outer": (lambda x, y: matmul_(x, y), [T(3, 1, 4), T(4, 1, 2)], (2, 0)),
+    "matmul_nt_outer": (lambda x, y: matmul_nt(x, y), [T(4, 3, 1), T(2, 1)], (0, None)),
     "dense": (lambda x, w, b: dense_(x, w, b), [T(4, 2, 3), T(3, 5), T(5)], (0, None, None)),
     "dense_batched_layers": (lambda x, w, b: dense_(x, w, b), [T(2, 3), T(4, 3, 5), T(5, 4)],
                              (None, 0, 1)),
@@ -320,3 +324,20 @@ def test_per_example_gradients_equal_a_loop_of_gradients(name, backend):
             per_example(*(_example(a, ax, i) for a, ax in zip(args, axes, strict=True)))[k]
             for i in range(size)])
         assert_allclose(got[k], expected, atol=1e-12, rtol=1e-10, what=f"{name} gradient {k}")
+
+
+def test_the_fold_rule_folds_the_batch_into_the_leading_axis(backend):
+    # A primitive with a leading axis of its own in both arguments (an add, here).
+    add = s4tf.ops.primitive("add", promote=True, batch=fold_leading_axis((0, 1)),
+                             vjp=(lambda g, x, y, out: g, lambda g, x, y, out: g))
+    x, y = _on(backend, [T(2, 4, 3), T(2, 3)])
+    got = s4tf.vmap(add, in_axes=(1, None))(x, y)
+    assert_allclose(got, _loop(add, [x, y], (1, None)), atol=1e-12)
+    assert_allclose(s4tf.gradient(x, of=lambda x: s4tf.vmap(add, in_axes=(1, None))(x, y).sum()),
+                    s4tf.ones_like(x), atol=1e-12)
+
+
+def test_the_fold_rule_names_an_argument_batched_outside_its_positions(backend):
+    add = s4tf.ops.primitive("add", promote=True, batch=fold_leading_axis((0,)))
+    with pytest.raises(NotImplementedError, match="argument 1 is batched"):
+        s4tf.vmap(add)(*_on(backend, [T(4, 2, 3), T(4, 3)]))
