@@ -188,3 +188,12 @@ def test_nn_functions_under_vmap_equal_a_loop_and_differentiate(name, backend):
         return batched(*full)
 
     check_gradients(of, *(args[i] for i in floating), modes=("reverse",))
+
+
+def test_batch_norm_training_inside_vmap_raises_and_keeps_its_statistics(backend):
+    norm = layers.BatchNorm(feature_count=2)
+    x = s4tf.Tensor(np.arange(24.0, dtype=np.float32).reshape(3, 4, 2))
+    with s4tf.training(), pytest.raises(TypeError, match="inference phase inside vmap"):
+        s4tf.vmap(norm)(x)
+    assert type(norm.running_mean.value) is s4tf.Tensor
+    assert norm.running_mean.value.tolist() == [0.0, 0.0]
