@@ -197,3 +197,24 @@ def test_batch_norm_training_inside_vmap_raises_and_keeps_its_statistics(backend
         s4tf.vmap(norm)(x)
     assert type(norm.running_mean.value) is s4tf.Tensor
     assert norm.running_mean.value.tolist() == [0.0, 0.0]
+
+
+def test_the_issues_spelling_with_gradients_for_every_argument(backend):
+    # vmap(gradient(of=loss), in_axes=(None, 0, 0))(model, x, y): the model's, the
+    # image's and the (one-hot) label's gradients, per example.
+    s4tf.random.seed(4)
+    rng = np.random.default_rng(4)
+    model = s4tf.models.LeNet.for_digits()
+    x = _images(rng, 8, 1)
+    y = s4tf.one_hot(_labels(rng, 10), 10)
+
+    def loss(model, x, y):
+        logits = model(s4tf.expand_dims(x, 0))
+        return s4tf.softmax_cross_entropy(logits=logits, labels=s4tf.expand_dims(y, 0))
+
+    got = s4tf.vmap(s4tf.gradient(of=loss), in_axes=(None, 0, 0))(model, x, y)
+    looped = [s4tf.gradient(model, x[i], y[i], of=loss) for i in range(BATCH)]
+    got_leaves, looped_leaves = tree_leaves(got), [tree_leaves(g) for g in looped]
+    assert len(got_leaves) == len(looped_leaves[0]) == 10 + 2
+    for j, leaf in enumerate(got_leaves):
+        assert_allclose(leaf, s4tf.stack([e[j] for e in looped_leaves]), atol=2e-5, rtol=1e-4)
