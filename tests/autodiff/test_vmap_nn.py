@@ -110,6 +110,10 @@ def test_batched_tables_and_indices_never_read_another_examples_row(backend):
     got = gather(tables, indices).numpy()
     assert got[0, 0].tolist() == [0.0, 1.0] and np.isnan(got[0, 1]).all()
     assert got[1].tolist() == [[10.0, 11.0], [8.0, 9.0]]
+    # Its transpose drops the out-of-range update, as the unbatched scatter does.
+    added = s4tf.vmap(lambda i: s4tf.ops.scatter_add(s4tf.zeros([3]), i, s4tf.ones([2]), axis=0))(
+        indices)
+    assert added.tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
 
 
 def test_vmap_of_vmap_of_a_grouped_convolution(backend):
