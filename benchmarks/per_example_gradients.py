@@ -1,59 +1,60 @@
-"""Per-example gradients of an MLP 784-256-10 at batch 64: ``vmap(gradient)`` against the alternatives.
+"""Per-example gradients of an MLP 784-256-10: ``vmap(gradient)`` against the alternatives.
 
 Two rows of issue 21, one run, as JSON:
 
 * ``naive``: ``s4tf.vmap`` of ``s4tf.gradient`` (one pass over the batch, each
-  primitive's batching rule) against a Python loop of ``s4tf.gradient`` over
-  the 64 examples, both on the naive NumPy backend. Target: vmap >= 10x faster.
-* ``xla``: the same ``vmap(gradient)`` on the lazy xla backend (recorded, compiled
-  once, then each step records and runs the cached program; ``s4tf.barrier()``
-  and a read end each round) against ``jax.jit(jax.vmap(jax.grad(loss)))`` of
-  the same network and weights. Target: s4tf's throughput >= 0.8x JAX's.
+  primitive's batching rule) next to a Python loop of ``s4tf.gradient`` over
+  the examples, both on the naive NumPy backend. Target: vmap >= 10x faster.
+* ``xla``: the same ``vmap(gradient)`` on the lazy xla backend (recorded,
+  compiled once, then each step records and runs the cached program) next to
+  ``jax.jit(jax.vmap(jax.grad(loss)))`` of the same network and weights, each
+  step read back. Target: s4tf's throughput >= 0.8x JAX's.
 
-The network is ``Dense(784, 256, relu) -> Dense(256, 10)``, float32, with the
-softmax cross-entropy of an int label; the gradient is the model's (a
-``TangentVector`` whose leaves lead with the batch axis: ``(64, 784, 256)``...).
-Both sides are checked to give the same numbers first, then run in alternating
-rounds, so a slow spell of this shared machine hits both alike; the ratio is
-the other side's time per step over vmap's (higher is better for vmap).
+The network is ``Dense(784, 256, relu) -> Dense(256, 10)``, float32, at batch
+64, with the softmax cross-entropy of an int label; the gradient is the
+model's (a ``TangentVector`` whose leaves lead with the batch axis: the first
+weight's is ``(64, 784, 256)``). Both sides are checked to give the same
+numbers first, then take turns step by step (:mod:`side_by_side`); each run's
+ratio is the peer's median step time over vmap's (above 1: vmap is faster).
 
-BLAS runs on one thread (``OPENBLAS_NUM_THREADS=1`` etc., unless already set):
-on a shared machine a multi-threaded GEMM waits for cores others hold (a
-(64, 784) @ (784, 256) product took 33 ms instead of 0.3 ms under load), which
-would measure the machine, not the library; the loop's one-row products run on
-one thread anyway.
+BLAS runs on one thread unless ``--threads`` says otherwise: on a shared
+machine a multi-threaded GEMM waits for cores others hold (a (64, 784) @ (784,
+256) product took 33 ms instead of 0.3 ms under load), which measures the
+machine, not the library; the loop's one-row products run on one thread anyway.
 
-    python benchmarks/per_example_gradients.py [--rounds 5] [--steps 10] [--rows naive,xla]
+    python benchmarks/per_example_gradients.py [--batch 64] [--steps 10] [--runs 3] [--threads 1]
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
-for _name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")  # before NumPy loads its BLAS
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import argparse  # noqa: E402
+from side_by_side import arguments, blas_threads, compare  # noqa: E402
+
+if blas_threads(sys.argv).startswith("OpenBLAS default"):
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before NumPy loads its BLAS
+
 import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import s4tf  # noqa: E402
 from s4tf import layers  # noqa: E402
 
-BATCH, SIZES = 64, (784, 256, 10)
+SIZES = (784, 256, 10)
 
 
-def _data():
+def data(batch: int):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    y = rng.integers(0, SIZES[-1], BATCH).astype(np.int32)
+    x = rng.standard_normal((batch, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], batch).astype(np.int32)
     return x, y
 
 
-def _model():
+def model():
     s4tf.random.seed(0)
     return layers.Sequential(layers.Dense(SIZES[0], SIZES[1], activation=s4tf.relu),
                              layers.Dense(SIZES[1], SIZES[2]))
@@ -64,49 +65,32 @@ def per_example(model, x, y):
     return s4tf.gradient(model, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=y))
 
 
-def _rounds(steps: int, rounds: int, sides: dict) -> dict:
-    """Seconds per step of each side, per round; the sides alternate within each round."""
-    times = {name: [] for name in sides}
-    for step in sides.values():  # warm up (compiles)
-        step()
-    for _ in range(rounds):
-        for name, step in sides.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                step()
-            times[name].append((time.perf_counter() - start) / steps)
-    return times
-
-
-def naive_row(steps: int, rounds: int) -> dict:
+def naive_row(batch: int, steps: int, runs: int) -> dict:
     with s4tf.backend("naive"):
-        model = _model()
-        xs, ys = _data()
+        net = model()
+        xs, ys = data(batch)
         x, y = s4tf.Tensor(xs), s4tf.Tensor(ys)
         batched = s4tf.vmap(per_example, in_axes=(None, 0, 0))
 
         def vmapped():
-            return batched(model, x, y)
+            return batched(net, x, y)
 
         def loop():
-            return [per_example(model, x[i], y[i]) for i in range(BATCH)]
+            return [per_example(net, x[i], y[i]) for i in range(batch)]
 
         got, expected = vmapped(), loop()
-        np.testing.assert_allclose(got.layers[0].weight[5].numpy(),
-                                   expected[5].layers[0].weight.numpy(), rtol=1e-4, atol=1e-6)
-        times = _rounds(steps, rounds, {"vmap": vmapped, "loop": loop})
-    ratios = [t / v for v, t in zip(times["vmap"], times["loop"], strict=True)]
-    return {
-        "backend": "naive", "vmap_ms_per_step": [round(t * 1e3, 2) for t in times["vmap"]],
-        "loop_ms_per_step": [round(t * 1e3, 2) for t in times["loop"]],
-        "speedup_per_round": [round(r, 2) for r in ratios],
-        "speedup_median": round(statistics.median(ratios), 2), "target": ">= 10",
-    }
+        for i in (0, batch - 1):
+            np.testing.assert_allclose(got.layers[0].weight[i].numpy(),
+                                       expected[i].layers[0].weight.numpy(), rtol=1e-4, atol=1e-6)
+        result = compare(vmapped, loop, steps=steps, runs=runs)
+    return {"backend": "naive", "peer": "Python loop of s4tf.gradient", **result,
+            "target": ">= 10"}
 
 
-def _jax_step(model, jax, jnp):
-    params = [np.asarray(p.numpy()) for dense in model.layers for p in (dense.weight, dense.bias)]
-    params = [jnp.asarray(p) for p in params]
+def jax_step(net, jax, jnp):
+    """``jax.jit(jax.vmap(jax.grad(loss)))`` of the same network, and its parameters."""
+    params = [jnp.asarray(np.asarray(p.numpy()))
+              for dense in net.layers for p in (dense.weight, dense.bias)]
 
     def loss(params, x, y):
         w1, b1, w2, b2 = params
@@ -116,73 +100,44 @@ def _jax_step(model, jax, jnp):
     return params, jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
 
 
-def xla_row(steps: int, rounds: int) -> dict:
+def xla_row(batch: int, steps: int, runs: int) -> dict:
     try:
         import jax
         import jax.numpy as jnp
     except ImportError as error:
         return {"skipped": f"JAX is not installed ({error})"}
-    xs, ys = _data()
+    xs, ys = data(batch)
     with s4tf.backend("xla"):
-        model = s4tf.to_backend(_model(), "xla")
+        net = s4tf.to_backend(model(), "xla")
         x, y = s4tf.Tensor(xs), s4tf.Tensor(ys)
         batched = s4tf.vmap(per_example, in_axes=(None, 0, 0))
-        state = {}
-
-        def vmapped():
-            state["grads"] = batched(model, x, y)
-            s4tf.barrier()
-
-        def read_s4tf():
-            return state["grads"].layers[1].bias.numpy()
-
-        params, jax_step = _jax_step(model, jax, jnp)
+        params, step = jax_step(net, jax, jnp)
         jx, jy = jnp.asarray(xs), jnp.asarray(ys)
 
+        def vmapped():
+            grads = batched(net, x, y)
+            s4tf.barrier()
+            return grads.layers[0].weight.numpy()  # waits for the step
+
         def jax_run():
-            state["jax"] = jax_step(params, jx, jy)
+            return np.asarray(jax.block_until_ready(step(params, jx, jy))[0])
 
-        def read_jax():
-            return np.asarray(jax.block_until_ready(state["jax"])[3])
-
-        vmapped(), jax_run()
-        np.testing.assert_allclose(read_s4tf(), read_jax(), rtol=1e-4, atol=1e-6)
-        np.testing.assert_allclose(state["grads"].layers[0].weight.numpy(),
-                                   np.asarray(state["jax"][0]), rtol=1e-4, atol=1e-6)
-        sides = {"vmap": (vmapped, read_s4tf), "jax": (jax_run, read_jax)}
-        times = {name: [] for name in sides}
+        np.testing.assert_allclose(vmapped(), jax_run(), rtol=1e-4, atol=1e-6)
         compiles = s4tf.xla.metrics()["compiles"]
-        for _ in range(rounds):
-            for name, (run, read) in sides.items():
-                start = time.perf_counter()
-                for _ in range(steps):
-                    run()
-                read()
-                times[name].append((time.perf_counter() - start) / steps)
-        new_compiles = s4tf.xla.metrics()["compiles"] - compiles
-    ratios = [j / v for v, j in zip(times["vmap"], times["jax"], strict=True)]
-    return {
-        "backend": "xla", "jax": jax.__version__,
-        "s4tf_ms_per_step": [round(t * 1e3, 2) for t in times["vmap"]],
-        "jax_ms_per_step": [round(t * 1e3, 2) for t in times["jax"]],
-        "throughput_ratio_per_round": [round(r, 3) for r in ratios],
-        "throughput_ratio_median": round(statistics.median(ratios), 3),
-        "compiles_while_timed": new_compiles, "target": ">= 0.8",
-    }
+        result = compare(vmapped, jax_run, steps=steps, runs=runs)
+        result["compiles_while_timed"] = s4tf.xla.metrics()["compiles"] - compiles
+    return {"backend": "xla", "peer": "jax.jit(jax.vmap(jax.grad(loss)))", "jax": jax.__version__,
+            **result, "target": ">= 0.8"}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10, help="steps per timing round")
-    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
-    parser.add_argument("--rows", default="naive,xla", help="comma-separated: naive, xla")
-    args = parser.parse_args()
-    rows = {"naive": naive_row, "xla": xla_row}
+    args = arguments(__doc__.splitlines()[0], batch=64, steps=10,
+                     threads="OpenBLAS threads for both sides (default 1; see the docstring)")
     result = {"model": "Dense(784, 256, relu) -> Dense(256, 10), softmax cross-entropy",
-              "batch": BATCH, "dtype": "float32",
-              "blas_threads": os.environ["OPENBLAS_NUM_THREADS"]}
-    for name in args.rows.split(","):
-        result[name] = rows[name](args.steps, args.rounds)
+              "batch": args.batch, "dtype": "float32",
+              "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
+              "naive": naive_row(args.batch, args.steps, args.runs),
+              "xla": xla_row(args.batch, args.steps, args.runs)}
     print(json.dumps(result, indent=2))
 
 

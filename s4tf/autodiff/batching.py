@@ -126,7 +126,3 @@ class BatchTrace(Trace):
     def __repr__(self):
         return f"<BatchTrace level={self.level} size={self.size}>"
 
-
-def is_batched(value, trace: BatchTrace) -> bool:
-    """Whether ``value`` is a batched value of ``trace``'s level."""
-    return isinstance(value, Tracer) and type(value) is BatchTracer and value._trace is trace

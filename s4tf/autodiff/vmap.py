@@ -96,7 +96,8 @@ def _place(path, what):
     return f"args[{index}]{dot}{rest}" if path else "the arguments"
 
 
-def _wrap_arguments(args, in_axes, trace_factory):
+def _wrap_arguments(args, in_axes):
+    """A new :class:`BatchTrace` and ``args`` with their mapped tensors wrapped in its tracers."""
     leaves, treedef = tree_flatten(tuple(args))
     axes = []
     _leaf_axes(tuple(args), _argument_axes(args, in_axes), "", "in_axes", axes)
@@ -131,7 +132,7 @@ def _wrap_arguments(args, in_axes, trace_factory):
             f"vmap: the mapped axes have different sizes ({found}); every mapped axis must have "
             "the batch's size."
         )
-    trace = trace_factory(next(iter(sizes.values())))
+    trace = BatchTrace(next(iter(sizes.values())))
     wrapped = [leaf if axis is None else BatchTracer(trace, leaf, axis)
                for leaf, axis in zip(leaves, mapped, strict=True)]
     return trace, treedef.unflatten(wrapped)
@@ -223,9 +224,11 @@ def vmap(f, in_axes=0, out_axes=0):
             f"{type(in_axes).__name__}."
         )
 
-    @functools.wraps(f)
+    # Not f's __dict__: a model's fields copied onto the function would be extra
+    # references to its tensors, and its updates would copy instead of writing in place.
+    @functools.wraps(f, updated=())
     def vectorized(*args):
-        trace, batched_args = _wrap_arguments(args, in_axes, BatchTrace)
+        trace, batched_args = _wrap_arguments(args, in_axes)
 
         def batched(value):
             return BatchTracer(trace, value, 0)

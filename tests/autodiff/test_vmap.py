@@ -186,6 +186,19 @@ def test_per_example_gradients_of_a_model_with_int_labels():
 
 
 # Arguments, results and what is refused.
+def test_a_model_maps_over_examples_and_is_not_held():
+    import sys
+
+    s4tf.random.seed(2)
+    model = s4tf.layers.Dense(3, 2, activation=s4tf.tanh)
+    before = sys.getrefcount(model.weight)
+    batched = s4tf.vmap(model)
+    after = sys.getrefcount(model.weight)
+    assert after == before  # the function holds the model, not its tensors
+    x = s4tf.random.normal([4, 3])
+    assert_allclose(batched(x), model(x), atol=1e-6)
+
+
 def test_in_axes_structures_over_dicts_and_model_fields():
     s4tf.random.seed(1)
     layer = s4tf.tree_map(lambda t: t.astype(s4tf.float64), s4tf.layers.Dense(3, 2))
@@ -227,6 +240,13 @@ def test_random_draws_are_independent_per_example_and_reproducible():
     assert_allclose(again, noisy)
     seeded = s4tf.vmap(lambda r: s4tf.random.uniform(r.shape, seed=5))(x)
     assert_allclose(seeded, s4tf.random.uniform([4, 3], seed=5))
+
+
+def test_nested_vmaps_draw_for_every_pair_of_examples():
+    s4tf.random.seed(5)
+    draws = s4tf.vmap(s4tf.vmap(lambda s: s + s4tf.random.uniform([2])))(s4tf.zeros([3, 4]))
+    values = draws.numpy().reshape(-1)
+    assert draws.shape == (3, 4, 2) and len(set(values.round(7))) == values.size
 
 
 def test_dropout_masks_differ_per_example():

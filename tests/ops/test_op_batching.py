@@ -341,3 +341,18 @@ def test_the_fold_rule_names_an_argument_batched_outside_its_positions(backend):
     add = s4tf.ops.primitive("add", promote=True, batch=fold_leading_axis((0,)))
     with pytest.raises(NotImplementedError, match="argument 1 is batched"):
         s4tf.vmap(add)(*_on(backend, [T(4, 2, 3), T(4, 3)]))
+
+
+def test_per_example_outer_products_are_one_broadcast_multiply(monkeypatch):
+    # x^T @ g of one row each (a per-example weight gradient): no batch of tiny GEMMs.
+    kernels = s4tf.backends.base.get_backend_object("naive").kernels
+    called = []
+    for name in ("matmul", "matmul_tn", "mul"):
+        original = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _n=name, _f=original, **k: (
+            called.append(_n), _f(*a, **k))[1])
+    with s4tf.backend("naive"):
+        x, g = T(4, 1, 3), T(4, 1, 2)
+        got = s4tf.vmap(lambda x, g: matmul_tn(x, g))(x, g)
+    assert called == ["mul"]
+    assert_allclose(got, _loop(lambda x, g: matmul_tn(x, g), [x, g], (0, 0)), atol=1e-12)
