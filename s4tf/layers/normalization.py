@@ -17,7 +17,7 @@ from ..learning_phase import layer_is_training
 from ..ops import mean, reshape, rsqrt
 from ..ops.normalization import batch_norm
 from ..ops.shapes import shape_of
-from ..ops.tracer import strip
+from ..ops.tracer import Tracer, strip
 from ..tensor import Tensor
 from .layer import Layer
 
@@ -111,6 +111,13 @@ class BatchNorm(Layer):
 
     def _update_running(self, batch_mean, batch_variance):
         # Plain (untraced) tensors only: the cells outlive any differentiation.
+        if isinstance(batch_mean, Tracer):  # strip left a batch level: inside s4tf.vmap
+            raise TypeError(
+                "BatchNorm: the training phase inside s4tf.vmap would give every example its "
+                "own running statistics, and the running_mean and running_variance cells "
+                "outlive the vmap. Call the layer in the inference phase inside vmap (with "
+                "s4tf.inference():), or make the training-phase call outside vmap."
+            )
         m = self.momentum
         for cell, batch in ((self.running_mean, batch_mean), (self.running_variance, batch_variance)):
             old = cell.value

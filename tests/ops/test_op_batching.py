@@ -20,10 +20,20 @@ import pytest
 
 import s4tf
 from s4tf.ops.batching_helpers import fold_leading_axis
+from s4tf.ops.convolution import conv_, conv_backprop_filter_, conv_backprop_input_
 from s4tf.ops.elementwise import pow_scalar, relu_grad
+from s4tf.ops.indexing import gather_, getitem_, index_add, scatter_add
 from s4tf.ops.joining import concat_
 from s4tf.ops.linalg import dense_, matmul_, matmul_nt, matmul_tn
+from s4tf.ops.normalization import backprop_, batch_moments_, batch_norm_, scale_grad_
 from s4tf.ops.optimization_barrier import optimization_barrier
+from s4tf.ops.pooling import (
+    max_pool_,
+    max_pool_scatter_,
+    max_pool_select_,
+    window_sum_,
+    window_sum_transpose_,
+)
 from s4tf.ops.reductions import reduce_max, reduce_min
 from s4tf.testing import assert_allclose, check_gradients
 
@@ -54,6 +64,12 @@ def Int(*shape, high=5):
 def B(*shape):
     return s4tf.Tensor(_rng.random(shape) > 0.5)
 
+
+# The neural-network cases' static parameters.
+_C1 = dict(strides=(1, 1), padding=((0, 0), (0, 0)), dilations=(1, 1), groups=1)
+_C2 = dict(strides=(2, 1), padding=((1, 0), (0, 1)), dilations=(1, 2), groups=2)
+_POOL = dict(window=(2, 2), strides=(2, 1), padding=((0, 1), (1, 0)))
+_NORM = dict(axis=1, epsilon=1e-3)
 
 BATCH_CASES = {
     # Elementwise, one input; the batch on axis 1 stays there.
@@ -138,6 +154,80 @@ BATCH_CASES = {
     "dense": (lambda x, w, b: dense_(x, w, b), [T(4, 2, 3), T(3, 5), T(5)], (0, None, None)),
     "dense_batched_layers": (lambda x, w, b: dense_(x, w, b), [T(2, 3), T(4, 3, 5), T(5, 4)],
                              (None, 0, 1)),
+    # Neural-network primitives (vmap-nn). Convolutions: a batch beside N is folded into
+    # it, a batch of filters is stacked inside the channel groups, both batched is one
+    # grouped convolution; plain (_C1) and strided, padded, dilated, grouped (_C2) cases.
+    "conv_input_batched": (lambda x, w: conv_(x, w, **_C1), [T(1, 3, 4, 4, 2), T(2, 2, 2, 3)],
+                           (1, None)),
+    "conv_filters_batched": (lambda x, w: conv_(x, w, **_C2), [T(1, 5, 4, 4), T(2, 2, 2, 3, 4)],
+                             (None, 3)),
+    "conv_both_batched": (lambda x, w: conv_(x, w, **_C2), [T(3, 1, 5, 4, 4), T(2, 2, 2, 4, 3)],
+                          (0, 4)),
+    "conv_backprop_input_cotangent_batched": (
+        lambda g, w: conv_backprop_input_(g, w, input_shape=(1, 4, 4, 2), **_C1),
+        [T(1, 3, 3, 3, 3), T(2, 2, 2, 3)], (3, None)),
+    "conv_backprop_input_filters_batched": (
+        lambda g, w: conv_backprop_input_(g, w, input_shape=(1, 5, 4, 4), **_C2),
+        [T(1, 3, 3, 4), T(3, 2, 2, 2, 4)], (None, 0)),
+    "conv_backprop_input_both_batched": (
+        lambda g, w: conv_backprop_input_(g, w, input_shape=(1, 5, 4, 4), **_C2),
+        [T(1, 3, 3, 3, 4), T(2, 2, 2, 4, 3)], (1, 4)),
+    "conv_backprop_filter_both_batched": (
+        lambda x, g: conv_backprop_filter_(x, g, filter_shape=(2, 2, 2, 4), **_C2),
+        [T(1, 5, 4, 4, 3), T(3, 1, 3, 3, 4)], (4, 0)),
+    "conv_backprop_filter_cotangent_batched": (
+        lambda x, g: conv_backprop_filter_(x, g, filter_shape=(2, 2, 2, 4), **_C2),
+        [T(1, 5, 4, 4), T(1, 3, 3, 3, 4)], (None, 1)),
+    "conv_backprop_filter_input_batched": (
+        lambda x, g: conv_backprop_filter_(x, g, filter_shape=(2, 2, 2, 3), **_C1),
+        [T(1, 4, 4, 3, 2), T(1, 3, 3, 3)], (3, None)),
+    # Pools: the batch is folded into N; a shared selector is broadcast.
+    "max_pool": (lambda x: max_pool_(x, **_POOL), [_spread(1, 5, 3, 4, 2)], 2),
+    "max_pool_select": (lambda x, v: max_pool_select_(x, v, **_POOL),
+                        [_spread(1, 5, 4, 2), T(3, 1, 5, 4, 2)], (None, 0)),
+    "max_pool_scatter": (lambda x, g: max_pool_scatter_(x, g, **_POOL),
+                         [_spread(1, 5, 4, 2, 3), T(1, 3, 4, 3, 2)], (4, 3)),
+    "window_sum": (lambda x: window_sum_(x, **_POOL), [T(3, 1, 5, 4, 2)], 0),
+    "window_sum_transpose": (
+        lambda g: window_sum_transpose_(g, input_shape=(1, 5, 4, 2), **_POOL),
+        [T(1, 3, 4, 2, 3)], 4),
+    # Batch norm: each example's statistics are its own (the batch merged into the
+    # features); a shared scale, offset or input is broadcast.
+    "batch_moments": (lambda x: batch_moments_(x, axis=1), [T(2, 3, 3, 2)], 2),
+    "batch_norm": (lambda x, s, b: batch_norm_(x, s, b, batch_moments_(x, axis=1), **_NORM),
+                   [T(3, 2, 3, 2), T(3), T(3)], (0, None, None)),
+    "batch_norm_shared_input": (
+        lambda x, s, b: batch_norm_(x, s, b, batch_moments_(x, axis=1), **_NORM),
+        [T(2, 3, 2), T(3, 3), T(3, 3)], (None, 1, 0)),
+    "batch_norm_backprop": (
+        lambda g, x, s: backprop_(g, x, s, batch_moments_(x, axis=1), **_NORM),
+        [T(2, 3, 2, 3), T(3, 2, 3, 2), T(3)], (3, 0, None)),
+    "batch_norm_scale_grad": (
+        lambda g, x: scale_grad_(g, x, batch_moments_(x, axis=1), **_NORM),
+        [T(2, 3, 3, 2), T(2, 3, 2)], (2, None)),
+    # Indexing: a full slice for the batch; batched indices into the examples' tables
+    # merged along the axis (offsets b * n).
+    "getitem": (lambda x: getitem_(x, key=(slice(None, None, -1), None, Ellipsis, 1)),
+                [T(3, 4, 2)], 1),
+    "index_add_shared_input": (lambda x, u: index_add(x, u, key=(slice(None), 1)),
+                               [T(2, 3), T(2, 4)], (None, 1)),
+    "index_add_both": (lambda x, u: index_add(x, u, key=(Ellipsis, 0)),
+                       [T(2, 4, 3), T(4, 1)], (1, 0)),
+    "gather_table_batched": (lambda x, i: gather_(x, i, axis=1), [T(2, 4, 3), Int(2, 2, high=3)],
+                             (1, None)),
+    "gather_indices_batched": (lambda x, i: gather_(x, i, axis=1),
+                               [T(2, 3), Int(2, 4, high=3)], (None, 1)),
+    "gather_both": (lambda x, i: gather_(x, i, axis=0), [T(3, 4, 2), Int(4, 2, 2, high=3)],
+                    (1, 0)),
+    "scatter_add_updates_batched": (
+        lambda x, i, u: scatter_add(x, i, u, axis=0),
+        [T(3, 2), Int(2, 2, high=3), T(4, 2, 2, 2)], (None, None, 0)),
+    "scatter_add_indices_batched": (
+        lambda x, i, u: scatter_add(x, i, u, axis=1),
+        [T(2, 3), Int(4, 3, high=3), T(2, 3, 4)], (None, 0, 2)),
+    "scatter_add_all_batched": (
+        lambda x, i, u: scatter_add(x, i, u, axis=0),
+        [T(3, 4, 2), Int(3, 4, high=3), T(3, 2, 4)], (1, 1, 2)),
 }
 
 # Cases whose op has no derivative (or whose result is not floating): values only.
@@ -213,17 +303,7 @@ def test_gradients_of_a_batched_op(name, backend):
     check_gradients(lambda *p: batched(*rebuild(p)), *points, order=2)
 
 
-# Their pullbacks slice the cotangent (getitem), whose batching rule comes with the
-# indexing primitives' (the vmap-nn branch). Strict: once it lands these pass, and the
-# marks must go.
-_NEEDS_GETITEM = {"concat", "pad", "stack"}
-PER_EXAMPLE = [pytest.param(name, marks=pytest.mark.xfail(
-    raises=NotImplementedError, strict=True,
-    reason="getitem has no batching rule yet: remove this mark when it has one"))
-    if name in _NEEDS_GETITEM else name for name in DIFFERENTIABLE]
-
-
-@pytest.mark.parametrize("name", PER_EXAMPLE)
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
 def test_per_example_gradients_equal_a_loop_of_gradients(name, backend):
     f, args, in_axes = BATCH_CASES[name]
     args = _on(backend, args)

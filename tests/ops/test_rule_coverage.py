@@ -112,15 +112,7 @@ def test_every_primitive_with_rules_has_a_case(transformation, monkeypatch):
     )
 
 
-# Modules whose primitives get their batching rules on the vmap-nn branch. Strict: once
-# a module's rules land its check passes, and its mark must go.
-_RULES_PENDING = {"convolution", "indexing", "normalization", "pooling"}
-OPS_MODULES = [
-    pytest.param(info.name, marks=pytest.mark.xfail(
-        strict=True, reason="batching rules of the nn primitives come with the vmap-nn branch: "
-                            "remove this mark when they land"))
-    if info.name in _RULES_PENDING else info.name
-    for info in pkgutil.iter_modules(s4tf.ops.__path__)]
+OPS_MODULES = [info.name for info in pkgutil.iter_modules(s4tf.ops.__path__)]
 
 
 @pytest.mark.parametrize("module", OPS_MODULES)
