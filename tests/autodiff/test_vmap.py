@@ -283,9 +283,9 @@ def test_mistakes_raise_saying_what_to_do(call, message):
         call()
 
 
+@pytest.mark.parametrize("backend", ["xla"], indirect=True)
 def test_xla_records_one_graph_whatever_the_batch_size(backend):
-    if backend != "xla":
-        pytest.skip("the lazy backend's graph")
+    pytest.importorskip("jax")
     w = T(3, 2)
 
     def per_example(w, x):
