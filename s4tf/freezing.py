@@ -148,6 +148,12 @@ def unfreeze(model, *paths: str):
     prefixes = [p.rstrip(".") for p in paths] or None
     for prefix in prefixes or ():
         get(model, prefix)  # a KeyError naming a misspelt part
+        # A prefix inside a field frozen whole: freeze that field's parts one by one
+        # instead, one level at a time, until the prefix is one of them.
+        while (outer := next((f for f in frozen_paths(model) if prefix.startswith(f + ".")),
+                             None)) is not None:
+            parts = [join_path(outer, key) for key, _, _ in tree_children(get(model, outer))[1]]
+            model = freeze(_thaw(model, "", [outer]), *parts)
     return _thaw(model, "", prefixes)
 
 

@@ -81,6 +81,11 @@ def test_the_mark_survives_rebuilds_save_and_load_and_unfreeze_undoes_it(tmp_pat
     thawed = s4tf.unfreeze(frozen)
     assert type(thawed.head) is layers.Dense and s4tf.parameter_count(thawed) == 34
     assert s4tf.frozen_paths(s4tf.unfreeze(frozen, "head.bias")) == ["head.weight"]
+    # Unfreezing a part of what was frozen whole keeps the rest frozen.
+    partly = s4tf.unfreeze(s4tf.freeze(make_net()), "backbone.layers.0")
+    assert s4tf.parameter_count(partly) == 16
+    assert sorted(s4tf.frozen_paths(partly)) == ["backbone.layers.1.offset",
+                                                 "backbone.layers.1.scale", "head"]
 
 
 def test_freezing_what_cannot_be_frozen_is_refused_by_name():

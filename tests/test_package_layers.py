@@ -31,7 +31,7 @@ LAYERS = [
     ("values", {"autodiff", "differentiable", "learning_phase", "activations", "nn",
                 "initializers"}),
     ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing", "freezing"}),
-    ("applications", {"models", "summary", "training_loop", "capture"}),
+    ("applications", {"models", "summary", "training_loop", "capture", "tying"}),
     ("public addresses", {"callbacks"}),
     ("face", {"__init__"}),
 ]
