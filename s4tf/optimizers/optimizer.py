@@ -48,6 +48,15 @@ class Optimizer:
     are), so that it runs on bounded blocks. They do not override
     :meth:`update`.
 
+    Every optimizer's constructor also takes, keyword-only, ``trainable=``
+    (path prefixes such as ``["head."]``, or a function of the dotted
+    parameter path returning a bool: the parameters it trains; the others are
+    never written, get no weight decay and no slots) and ``param_groups=``
+    (``[{"params": "head.", "learning_rate": 1e-3}, ...]``: parameters with
+    hyperparameters of their own, numbers or schedules, kept in
+    :attr:`param_groups` and saved by :meth:`state_dict`). See
+    :mod:`s4tf.optimizers.param_groups`.
+
     Examples
     --------
     >>> import numpy as np, s4tf
