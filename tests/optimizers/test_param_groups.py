@@ -144,23 +144,3 @@ def test_one_layer_object_in_two_fields_warns_naming_both_paths_and_the_fix():
         warnings.simplefilter("error")
         optimizers.SGD(make_net())  # distinct layers: no warning
 
-
-def test_frozen_parameters_stay_frozen_in_a_captured_step_and_groups_are_refused_there(backend):
-    if backend != "xla":  # captured steps are the lazy backend's
-        return
-    model = make_net()
-    opt = optimizers.Adam(model, learning_rate=0.1, trainable=["head"])
-
-    @s4tf.xla.compile
-    def step(model):
-        return opt.update(model, gradient_of(model))
-
-    before = arrays(model)
-    for _ in range(4):  # capture, two verifying runs, a replay
-        model = step(model)
-    after = arrays(model)
-    np.testing.assert_array_equal(after["body.weight"], before["body.weight"])
-    assert not np.allclose(after["head.weight"], before["head.weight"])
-    grouped = optimizers.SGD(model, param_groups=[{"params": "head", "learning_rate": 0.5}])
-    with pytest.raises(NotImplementedError, match="param_groups cannot run inside s4tf.xla.compile"):
-        s4tf.xla.compile(lambda m: grouped.update(m, gradient_of(m), consume=False))(model)
