@@ -46,6 +46,8 @@ def test_a_frozen_backbone_is_a_constant_that_optimizers_never_write():
     assert sorted({key.split(".")[2] for key in opt.state_dict() if key.startswith("slot.")}) == [
         "head"]
     assert isinstance(model.backbone, layers.Sequential)  # the mark survives the update
+    with pytest.raises(ValueError, match="also after s4tf.freeze or s4tf.unfreeze"):
+        opt.update(s4tf.unfreeze(model), full, consume=False)
     assert s4tf.frozen_paths(model) == ["backbone.layers"]
 
 
