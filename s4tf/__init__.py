@@ -68,6 +68,7 @@ from .creation import arange, eye, full, ones, ones_like, zeros, zeros_like
 from .differentiable import Differentiable, State, moved, no_derivative, replace
 from .dtypes import DType, bfloat16, float16, float32, float64, int32, int64
 from .dtypes import bool_ as bool  # noqa: A001  (s4tf.bool, as in the contract)
+from .freezing import freeze, frozen_paths, unfreeze
 from .layers import Layer
 from .learning_phase import (
     InferencePhaseWarning,
@@ -140,10 +141,12 @@ from .ops import (
     variance,
     where,
 )
+from .optimizers.sharing import UntiedParameterWarning
 from .summary import parameter_count, summary
 from .training_loop import TrainingLoop
 from .transfer import to_backend
 from .tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .tying import tie
 
 # isort: split
 # s4tf.callbacks is its own module (so `from s4tf.callbacks import EarlyStopping` works),

@@ -30,8 +30,8 @@ LAYERS = [
     ("ops", {"ops", "random", "cow", "transfer", "distributed"}),
     ("values", {"autodiff", "differentiable", "learning_phase", "activations", "nn",
                 "initializers"}),
-    ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing"}),
-    ("applications", {"models", "summary", "training_loop", "capture"}),
+    ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing", "freezing"}),
+    ("applications", {"models", "summary", "training_loop", "capture", "tying"}),
     ("public addresses", {"callbacks"}),
     ("face", {"__init__"}),
 ]

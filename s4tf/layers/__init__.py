@@ -56,6 +56,7 @@ from .reshaping import (
     ZeroPadding3D,
 )
 from .sequence import GRU, LSTM, RNN, Bidirectional
+from .shared import Shared
 from .squeeze_excitation import SqueezeExcitation
 from .stochastic_depth import StochasticDepth
 from .transposed import TransposedConv1D, TransposedConv2D, TransposedConv3D
@@ -68,7 +69,7 @@ __all__ = [
     "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "GlobalMaxPool1D",
     "GlobalMaxPool2D", "GlobalMaxPool3D", "GroupNorm", "InstanceNorm", "LSTM", "LSTMCell",
     "Layer", "LayerNorm", "MaxPool1D", "MaxPool2D", "MaxPool3D", "MultiHeadAttention", "RNN",
-    "Reshape", "SeparableConv1D", "SeparableConv2D", "Sequential", "SimpleRNNCell",
+    "Reshape", "SeparableConv1D", "SeparableConv2D", "Sequential", "Shared", "SimpleRNNCell",
     "SqueezeExcitation", "StochasticDepth",
     "TransposedConv1D", "TransposedConv2D", "TransposedConv3D", "UpSampling1D",
     "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D",

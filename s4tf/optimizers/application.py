@@ -20,6 +20,7 @@ from .blocks import is_elementwise
 from .copied_update import warn_copied_root
 from .gradients import leaf_gradients
 from .leaf_updates import new_leaf, run_packed
+from .param_groups import overridden
 
 __all__ = ["ROOT_BASELINE", "apply_update", "calibrate"]
 
@@ -59,13 +60,23 @@ def apply_update(optimizer, model, grads, count: int, consume: bool, caller):
     last = len(grad_arrays) - 1
     state = optimizer._state  # read per leaf: the list itself, not a method call each time
 
+    selection = optimizer._selection  # None: every parameter trained, by one group
+
     def leaf(i, value, in_place):
-        new, slots = new_leaf(optimizer, i, value, grad_arrays[i], in_place, constants, names,
-                              packed)
+        if selection is None:
+            new, slots = new_leaf(optimizer, i, value, grad_arrays[i], in_place, constants,
+                                  names, packed)
+        elif selection.trainable[i]:
+            group = selection.group_of[i]
+            with overridden(optimizer, optimizer.param_groups[group - 1] if group else {}):
+                new, slots = new_leaf(optimizer, i, value, grad_arrays[i], in_place,
+                                      group_constants[group], names, packed)
+        else:  # frozen: handed back as it was, no slots
+            new, slots = value, state[i]
         if slots is not state[i]:  # (most in-place leaves keep theirs)
             pending[i] = slots
         if i == last and packed is not None:
-            run_packed(optimizer, *packed, constants, pending)
+            run_packed(optimizer, *packed, group_constants, pending)
         return new
 
     def commit():
@@ -77,7 +88,19 @@ def apply_update(optimizer, model, grads, count: int, consume: bool, caller):
         optimizer.step = old_step + 1
         constants = optimizer.step_constants(optimizer.step)
         if hooks.on_update is not None:  # a captured step's recording (s4tf/capture)
+            if optimizer.param_groups:
+                raise NotImplementedError(
+                    f"{name}.update: an optimizer with param_groups cannot run inside "
+                    "s4tf.xla.compile yet (a captured step follows one set of hyperparameters "
+                    "per optimizer); call the step without s4tf.xla.compile, or use one "
+                    "optimizer per group."
+                )
             constants = hooks.on_update(optimizer, model, constants)
+        # Each param_groups entry's constants, its settings in force (index 0: the default).
+        group_constants = [constants]
+        for group in optimizer.param_groups:
+            with overridden(optimizer, group):
+                group_constants.append(optimizer.step_constants(optimizer.step))
         # Read after the listener: a captured step sees the decision on its settings.
         names = dict.fromkeys(optimizer.state_names)  # ordered, and its keys compare as a set
         return cow.update(cow.UpdateRequest(

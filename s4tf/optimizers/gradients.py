@@ -41,7 +41,8 @@ def leaf_gradients(name: str, model, grads, paths, shapes, dtypes) -> list:
         raise ValueError(
             f"{name} was made for a model with {len(shapes)} parameters, but update() got a "
             f"{type(model).__name__} with {len(leaves)}. Make a new optimizer for a model of a "
-            "different structure."
+            "different structure (also after s4tf.freeze or s4tf.unfreeze: an optimizer is "
+            "made for the parameters it trains)."
         )
     tangents = treedef.tangent_leaves(grads, f"{name}.update: the gradients of this "
                                       f"{type(model).__name__}")

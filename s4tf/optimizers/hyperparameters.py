@@ -9,8 +9,11 @@ An optimizer lists its constructor arguments as class fields::
         decay: float = hyperparameter(0.0, check=non_negative)
 
 and :class:`~s4tf.optimizers.Optimizer` builds ``__init__(self, model,
-learning_rate=0.01, momentum=0.0, nesterov=False, decay=0.0)`` from them, in
-declaration order, after the fields of its base classes (as dataclasses do).
+learning_rate=0.01, momentum=0.0, nesterov=False, decay=0.0, *,
+trainable=None, param_groups=None)`` from them, in declaration order, after
+the fields of its base classes (as dataclasses do); the two keyword-only
+arguments, every optimizer's, choose the parameters it trains
+(:mod:`.param_groups`).
 Each hyperparameter is a plain attribute afterwards (schedules assign
 ``learning_rate``), is saved by ``state_dict()``, and is checked at
 construction: first :func:`number` (a real number, never a string, a bool or
@@ -184,10 +187,10 @@ def _make_init(cls, fields: dict[str, Hyperparameter], finish):
     # and Python's own errors for a missing or unexpected argument read as for a
     # hand-written __init__.
     names = ", ".join(fields)
-    source = (f"def __init__(self, model, {names}):\n"
+    source = (f"def __init__(self, model, {names}, *, trainable=None, param_groups=None):\n"
               f"    for name, field, value in zip(_names, _fields, ({names},)):\n"
               f"        setattr(self, name, field.stored(value))\n"
-              f"    _finish(self, model)\n")
+              f"    _finish(self, model, trainable=trainable, param_groups=param_groups)\n")
     namespace = {"_names": tuple(fields), "_fields": tuple(fields.values()), "_finish": finish}
     exec(source, namespace)  # noqa: S102 (the source is built from identifiers only)
     init = namespace["__init__"]
@@ -196,6 +199,7 @@ def _make_init(cls, fields: dict[str, Hyperparameter], finish):
         init.__code__ = init.__code__.replace(co_qualname=init.__qualname__)
     init.__module__ = cls.__module__
     init.__defaults__ = tuple(field.default for field in fields.values())
+    init.__kwdefaults__ = {"trainable": None, "param_groups": None}
     init.__annotations__ = {name: field.annotation for name, field in fields.items()
                             if field.annotation is not inspect.Parameter.empty}
     init.__annotations__["return"] = "None"

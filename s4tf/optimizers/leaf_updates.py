@@ -25,6 +25,7 @@ import numpy as np
 from ..backends.base import get_backend_object
 from ..tensor import Tensor
 from .blocks import Pack, packable, run_chunked
+from .param_groups import overridden
 from .tensor_buffers import TensorBuffer
 
 __all__ = ["new_leaf", "run_packed", "slots_on"]
@@ -106,24 +107,29 @@ def new_leaf(optimizer, i, leaf, grad, in_place, constants, names, packed):
             {name: _follow(buffer.tensor, leaf) for name, buffer in state.items()})
 
 
-def run_packed(optimizer, indices, params, grads, constants, pending) -> None:
-    """The rule on the small parameters written in place, packed by dtype (see .blocks).
+def run_packed(optimizer, indices, params, grads, group_constants, pending) -> None:
+    """The rule on the small parameters written in place, packed by group and dtype (see .blocks).
 
+    ``group_constants[g]`` are the step's constants of parameter group ``g``
+    (0: the optimizer's own settings; see :mod:`.param_groups`), and
     ``pending`` maps parameter indices to the slots the update will commit.
     Keeps the packs used now (none when no small parameter was written in
     place, e.g. in a copying update) and lets go of the others.
     """
     state = optimizer._state
+    selection = optimizer._selection
     groups: dict = {}
     for k, param in enumerate(params):
-        groups.setdefault(param.dtype, []).append(k)
+        group = 0 if selection is None else selection.group_of[indices[k]]
+        groups.setdefault((group, param.dtype), []).append(k)
     packs = {}
-    for dtype, members in groups.items():
+    for key, members in groups.items():
+        group, dtype = key
         keys, group_params, group_grads = indices, params, grads
         if len(members) < len(params):  # several dtypes: this one's share
             keys = [indices[k] for k in members]
             group_params, group_grads = [params[k] for k in members], [grads[k] for k in members]
-        pack = optimizer._packs.get(dtype)
+        pack = optimizer._packs.get(key)
         if (pack is None or pack.indices != keys
                 or any(pending.get(i, state[i]) is not slots
                        for i, slots in zip(keys, pack.slots, strict=True))):
@@ -131,8 +137,9 @@ def run_packed(optimizer, indices, params, grads, constants, pending) -> None:
             pack = Pack(keys, [optimizer._shapes[i] for i in keys], dtype,
                         [pending.get(i, state[i]) for i in keys])
             pending.update(zip(keys, pack.slots, strict=True))
-        packs[dtype] = pack
-        pack.run(optimizer.update_parameter, group_params, group_grads, constants)
+        packs[key] = pack
+        with overridden(optimizer, optimizer.param_groups[group - 1] if group else {}):
+            pack.run(optimizer.update_parameter, group_params, group_grads, group_constants[group])
     optimizer._packs = packs
 
 

@@ -28,6 +28,8 @@ from ..tree import tree_flatten, tree_leaf_paths
 from . import application
 from .hyperparameters import Hyperparameter, declare, number
 from .leaf_updates import slots_on
+from .param_groups import select
+from .sharing import warn_shared_layers
 
 __all__ = ["Optimizer"]
 
@@ -45,6 +47,15 @@ class Optimizer:
     :func:`~s4tf.optimizers.blocks.elementwise` when it is (the built-in rules
     are), so that it runs on bounded blocks. They do not override
     :meth:`update`.
+
+    Every optimizer's constructor also takes, keyword-only, ``trainable=``
+    (path prefixes such as ``["head."]``, or a function of the dotted
+    parameter path returning a bool: the parameters it trains; the others are
+    never written, get no weight decay and no slots) and ``param_groups=``
+    (``[{"params": "head.", "learning_rate": 1e-3}, ...]``: parameters with
+    hyperparameters of their own, numbers or schedules, kept in
+    :attr:`param_groups` and saved by :meth:`state_dict`). See
+    :mod:`s4tf.optimizers.param_groups`.
 
     Examples
     --------
@@ -81,7 +92,7 @@ class Optimizer:
             cls._fields = fields
             cls.hyperparameters = tuple(name for name, field in fields.items() if field.saved)
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, *, trainable=None, param_groups=None) -> None:
         # The fields are set by now (by the generated __init__, or by a subclass's own
         # calling it): one check for all, in order. One set later is checked when
         # state_dict() reads it.
@@ -99,6 +110,11 @@ class Optimizer:
                 "floats or floating tensors outside no_derivative fields); pass the model to train."
             )
         self._paths = tree_leaf_paths(model, differentiable=True)
+        # Which parameters are trained, and by which group's settings (.param_groups);
+        # None when all are, by the optimizer's own.
+        self._selection = select(self, self._paths, trainable, param_groups)
+        self.param_groups = [dict(group) for group in param_groups or []]
+        warn_shared_layers(model)
         self._shapes = [() if isinstance(x, float) else x.shape for x in leaves]
         self._dtypes = [np.dtype(np.float64) if isinstance(x, float) else x.dtype.numpy
                         for x in leaves]
@@ -242,7 +258,9 @@ class Optimizer:
     def state_dict(self) -> dict:
         """The optimizer's state as a flat dict of NumPy arrays (safetensors-ready).
 
-        Keys: ``"step"``, ``"hyper.<name>"`` and ``"slot.<slot>.<parameter path>"``.
+        Keys: ``"step"``, ``"hyper.<name>"``, ``"group.<k>.<name>"`` (each
+        ``param_groups`` entry's numbers) and ``"slot.<slot>.<parameter path>"``
+        (none for a parameter it does not train).
 
         Examples
         --------
@@ -254,8 +272,14 @@ class Optimizer:
         out = {"step": np.array(self.step, np.int64)}
         for name in self.hyperparameters:
             out[f"hyper.{name}"] = np.array(float(getattr(self, name)), np.float64)
-        for path, slots, shape, dtype in zip(self._paths, self._state, self._shapes,
-                                             self._dtypes, strict=True):
+        for k, group in enumerate(self.param_groups):
+            for name, value in group.items():
+                if name != "params" and not callable(value):
+                    out[f"group.{k}.{name}"] = np.array(float(value), np.float64)
+        for i, (path, slots, shape, dtype) in enumerate(zip(self._paths, self._state, self._shapes,
+                                                            self._dtypes, strict=True)):
+            if not self.trains(i):
+                continue
             for slot in self.state_names:
                 if slots is None or slot not in slots:
                     value = self.initial_state(slot, shape, dtype)
@@ -285,7 +309,11 @@ class Optimizer:
                 "Load a state saved by the same optimizer class for a model of this structure."
             )
         new_slots = []
-        for path, shape, dtype in zip(self._paths, self._shapes, self._dtypes, strict=True):
+        for i, (path, shape, dtype) in enumerate(zip(self._paths, self._shapes, self._dtypes,
+                                                     strict=True)):
+            if not self.trains(i):
+                new_slots.append(None)
+                continue
             loaded = {}
             for slot in self.state_names:
                 value = np.asarray(state[f"slot.{slot}.{path}"])
@@ -302,6 +330,28 @@ class Optimizer:
         self.step = int(np.asarray(state["step"]))
         for name in self.hyperparameters:
             setattr(self, name, float(np.asarray(state[f"hyper.{name}"])))
+        for k, group in enumerate(self.param_groups):
+            for name in group:
+                if f"group.{k}.{name}" in state:
+                    group[name] = float(np.asarray(state[f"group.{k}.{name}"]))
+
+    def trains(self, i: int) -> bool:
+        """Whether parameter ``i`` is trained (``trainable=`` chose it; see :attr:`paths`).
+
+        Examples
+        --------
+        >>> import s4tf
+        >>> opt = s4tf.optimizers.SGD({"body": s4tf.ones([2]), "head": s4tf.ones([2])},
+        ...                           trainable=["head"])
+        >>> [(path, opt.trains(i)) for i, path in enumerate(opt.paths)]
+        [('body', False), ('head', True)]
+        """
+        return self._selection is None or self._selection.trainable[i]
+
+    @property
+    def paths(self) -> list[str]:
+        """The dotted paths of the parameters, in the order of the model's leaves."""
+        return list(self._paths)
 
     def __repr__(self) -> str:
         hyper = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.hyperparameters)

@@ -113,7 +113,7 @@ SIZED_LAYERS = {
 }
 WITHOUT_SIZES = {
     "AlphaDropout", "Bidirectional", "Dropout", "Flatten", "Function", "GaussianDropout",
-    "GaussianNoise", "Layer", "RNN", "Sequential", "StochasticDepth",
+    "GaussianNoise", "Layer", "RNN", "Sequential", "Shared", "StochasticDepth",
     *(f"Global{kind}Pool{n}D" for kind in ("Avg", "Max") for n in (1, 2, 3)),
 }
 BAD_SIZE_VALUES = {"fractional": 2.5, "zero": 0, "negative": -2, "bool": True, "string": "3"}

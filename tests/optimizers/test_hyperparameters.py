@@ -27,13 +27,18 @@ SIGNATURES = {
 }
 SIGNATURES["AMSGrad"] = SIGNATURES["RAdam"] = SIGNATURES["Adam"]
 SIGNATURES["AdaMax"] = SIGNATURES["Adam"].replace("0.001", "0.002", 1)
+# Every optimizer also takes the parameters it trains, keyword-only (param_groups.py).
+SIGNATURES = {name: signature.replace(") -> 'None'",
+                                      ", *, trainable=None, param_groups=None) -> 'None'")
+              for name, signature in SIGNATURES.items()}
 
 
 @pytest.mark.parametrize("name", sorted(SIGNATURES))
 def test_constructors_keep_s4tf_signatures(name):
     cls = getattr(optimizers, name)
     assert str(inspect.signature(cls)) == SIGNATURES[name]
-    saved = tuple(p for p in inspect.signature(cls).parameters if p not in ("model", "nesterov"))
+    saved = tuple(p for p in inspect.signature(cls).parameters
+                  if p not in ("model", "nesterov", "trainable", "param_groups"))
     assert cls.hyperparameters == saved
 
 
@@ -57,7 +62,8 @@ def test_a_subclass_adds_fields_after_its_bases_and_keeps_their_checks():
             super().update_parameter(param, grad, state, constants)
 
     assert list(inspect.signature(Decoupled).parameters) == [
-        "model", "learning_rate", "momentum", "nesterov", "decay", "shrink", "lookahead"]
+        "model", "learning_rate", "momentum", "nesterov", "decay", "shrink", "lookahead",
+        "trainable", "param_groups"]
     assert Decoupled.hyperparameters == ("learning_rate", "momentum", "decay", "shrink")
     assert optimizers.SGD.hyperparameters == ("learning_rate", "momentum", "decay")
     with pytest.raises(ValueError, match="Decoupled: shrink must be between 0 and 1, got 2"):
