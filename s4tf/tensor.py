@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -123,13 +124,34 @@ def from_numpy(array, dtype=None, *, like=None) -> Tensor:
     return Tensor._wrap(backend.asarray(array, dtype), backend)
 
 
+def _is_jax_array(data) -> bool:
+    # Without importing JAX: a program that made a JAX array has imported it.
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(data, jax.Array)
+
+
+def _from_jax_array(data, dtype) -> Tensor:
+    """``Tensor(jax_array)``: a JAX tracer (inside ``jax.jit``, ``grad``, ...) stays a
+    tracer, on the jax backend; a concrete array goes to the current backend, without
+    a copy where that backend holds JAX buffers (xla, jax), since neither writes one."""
+    jax = sys.modules["jax"]
+    backend = get_backend_object("jax") if isinstance(data, jax.core.Tracer) else current_backend()
+    tensor = Tensor._wrap(backend.from_jax(data), backend)
+    if dtype is not None and _dtypes.as_dtype(dtype) != tensor.dtype:
+        tensor = tensor.astype(dtype)
+    return tensor
+
+
 class Tensor:
     """An n-dimensional array with value semantics, on one backend.
 
     Parameters
     ----------
-    data : scalar, nested list, NumPy array or Tensor
-        Copied: a Tensor never changes after creation.
+    data : scalar, nested list, NumPy array, JAX array or Tensor
+        Copied: a Tensor never changes after creation. (A JAX array, which
+        nobody can change either, is shared where the current backend holds
+        JAX buffers, xla or jax; a JAX tracer gives a tensor of the jax
+        backend around it, see ``docs/guides/jax-interop.md``.)
     dtype : DType or str, optional
         Python floats give ``float32``, ints ``int32``, bools ``bool``.
 
@@ -156,6 +178,8 @@ class Tensor:
             source = data.numpy()
             dtype = _dtypes.as_dtype(dtype) if dtype is not None else data.dtype
             backend = data._backend
+        elif _is_jax_array(data):
+            return _from_jax_array(data, dtype)
         else:
             backend = current_backend()
             try:
