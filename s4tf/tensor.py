@@ -273,6 +273,40 @@ class Tensor:
             array = array.astype(dtype)
         return array.copy() if copy else array
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The values as a DLPack capsule, without a copy (the array-API protocol).
+
+        ``torch.from_dlpack(t)``, ``np.from_dlpack(t)``, ``jax.numpy.from_dlpack(t)``
+        and ``cupy.from_dlpack(t)`` share the tensor's memory: the host buffer on
+        naive (exported read-only), the device buffer on cupy, xla and jax (a
+        pending lazy value is computed first, and its buffer is never donated
+        afterwards). While the other library holds it, s4tf never writes that
+        buffer in place: an optimizer update copies it instead.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import s4tf
+        >>> t = s4tf.Tensor([1.0, 2.0])
+        >>> shared = np.from_dlpack(t)
+        >>> shared.tolist(), shared.flags.writeable
+        ([1.0, 2.0], False)
+        """
+        source = self._dlpack_source()
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return source.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+
+    def __dlpack_device__(self):
+        """``(device type, device id)`` of the buffer :meth:`__dlpack__` exports."""
+        return self._dlpack_source().__dlpack_device__()
+
+    def _dlpack_source(self):
+        source = self._backend.dlpack_source(self._data)
+        if isinstance(source, np.ndarray):
+            # Read-only, like numpy(): the consumer sees the tensor's own memory.
+            source = _read_only(np.ascontiguousarray(source))
+        return source
+
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
         if self.size != 1:

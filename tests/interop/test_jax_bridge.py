@@ -128,3 +128,24 @@ def test_as_jax_function_runs_s4tf_on_flat_arrays(dense):
     _close(plain[0], y)
     with pytest.raises(TypeError, match="takes 3 arrays"):
         out_tree.unflatten(outputs[:1] + outputs)
+
+
+def test_to_jax_on_xla_is_the_buffer_and_is_never_donated_under_the_holder():
+    with s4tf.backend("xla"):
+        s4tf.random.seed(7)
+        model = layers.Dense(4, 4)
+        model = s4tf.to_backend(model, "xla")
+        pending = model.weight * 2  # a lazy value: to_jax computes it first
+    weight = s4tf.to_jax(model.weight)
+    assert weight is model.weight._data.buffer  # the same buffer, no copy
+    doubled = s4tf.to_jax(pending)
+    expected = np.array(doubled)
+    # A step that would donate the old weight's buffer if nobody held it.
+    opt = s4tf.optimizers.SGD(model, learning_rate=0.1)
+    grads = s4tf.gradient(model, of=lambda m: m(s4tf.ones([2, 4]).to("xla")).sum())
+    model = opt.update(model, grads)
+    s4tf.barrier()
+    assert not weight.is_deleted() and not doubled.is_deleted()
+    np.testing.assert_array_equal(np.array(doubled), expected)
+    back = s4tf.from_jax(s4tf.to_jax(model), like=model)
+    assert back.weight.backend == "xla" and back.weight._data.buffer is model.weight._data.buffer

@@ -98,6 +98,11 @@ class JaxBackend(Backend):
     def from_jax(self, array):
         return array
 
+    def dlpack_source(self, data):
+        if is_tracer(data):
+            self.to_numpy(data)  # raises, saying why a traced value has no buffer to share
+        return data
+
     def devices(self, data) -> tuple:
         if is_tracer(data):
             return ()
