@@ -149,3 +149,25 @@ def test_to_jax_on_xla_is_the_buffer_and_is_never_donated_under_the_holder():
     np.testing.assert_array_equal(np.array(doubled), expected)
     back = s4tf.from_jax(s4tf.to_jax(model), like=model)
     assert back.weight.backend == "xla" and back.weight._data.buffer is model.weight._data.buffer
+    # An array handed in with from_jax is still the caller's: never donated either.
+    mine = jnp.ones((4, 4), dtype=jnp.float32)
+    held = s4tf.replace(model, weight=s4tf.from_jax(mine, like=model.weight))
+    assert held.weight._data.buffer is mine
+    held = opt.update(held, grads)
+    s4tf.barrier()
+    assert not mine.is_deleted() and float(mine.sum()) == 16.0
+
+
+def test_without_jax_the_error_names_the_extra(monkeypatch):
+    import importlib
+
+    real = importlib.import_module
+
+    def no_jax(name, *args):
+        if name == "jax":
+            raise ModuleNotFoundError("No module named 'jax'", name="jax")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", no_jax)
+    with pytest.raises(ImportError, match=r"pip install 's4tf\[xla\]'"):
+        s4tf.to_jax(s4tf.ones([2]))
