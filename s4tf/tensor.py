@@ -364,7 +364,7 @@ class Tensor:
         return Tensor, (np.array(self.numpy()),)
 
     def to(self, backend: str) -> Tensor:
-        """The same values on another backend (``"naive"``, ``"cupy"``, ``"xla"``).
+        """The same values on another backend (``"naive"``, ``"cupy"``, ``"xla"``, ``"jax"``).
 
         Examples
         --------

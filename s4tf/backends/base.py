@@ -215,7 +215,7 @@ def current_backend() -> Backend:
 
 
 def set_backend(name: str) -> None:
-    """Make ``name`` the backend for new tensors (``"naive"``, ``"cupy"``, ``"xla"``).
+    """Make ``name`` the backend for new tensors (``"naive"``, ``"cupy"``, ``"xla"``, ``"jax"``).
 
     Examples
     --------

@@ -171,3 +171,33 @@ def test_without_jax_the_error_names_the_extra(monkeypatch):
     monkeypatch.setattr(importlib, "import_module", no_jax)
     with pytest.raises(ImportError, match=r"pip install 's4tf\[xla\]'"):
         s4tf.to_jax(s4tf.ones([2]))
+
+
+def test_the_jax_backend_runs_s4tf_differentiation_eagerly(dense):
+    x = s4tf.random.normal([4, 3], seed=8)
+    on_jax = s4tf.to_backend(dense, "jax")
+    assert on_jax.weight.backend == "jax" and isinstance(on_jax.weight._data, jax.Array)
+    grads = s4tf.gradient(on_jax, of=lambda m: (m(x.to("jax")) ** 2).sum())
+    expected = s4tf.gradient(dense, of=lambda m: (m(x) ** 2).sum())
+    assert grads.weight.backend == "jax"
+    _close(grads.weight, expected.weight)
+
+
+def test_a_whole_s4tf_training_step_as_a_jax_function(dense):
+    from s4tf.interop import as_jax_function
+
+    x = s4tf.random.normal([4, 3], seed=9)
+    labels = s4tf.Tensor([0, 1, 1, 0])
+    opt = s4tf.optimizers.SGD(dense, learning_rate=0.1)
+
+    def step(model, x, labels):
+        loss, grads = s4tf.value_with_gradient(
+            model, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=labels))
+        return opt.update(model, grads), loss
+
+    jfn, in_tree, out_tree = as_jax_function(step, dense, x, labels)
+    new, loss = out_tree.unflatten(jax.jit(jfn)(*in_tree.flatten((dense, x, labels))))
+    expected_model, expected_loss = step(dense, x, labels)
+    _close(loss, expected_loss)
+    _close(new.weight, expected_model.weight)
+    _close(new.bias, expected_model.bias)
