@@ -130,12 +130,16 @@ def _is_jax_array(data) -> bool:
     return jax is not None and isinstance(data, jax.Array)
 
 
+def _is_jax_tracer(data) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(data, jax.core.Tracer)
+
+
 def _from_jax_array(data, dtype) -> Tensor:
     """``Tensor(jax_array)``: a JAX tracer (inside ``jax.jit``, ``grad``, ...) stays a
     tracer, on the jax backend; a concrete array goes to the current backend, without
     a copy where that backend holds JAX buffers (xla, jax), since neither writes one."""
-    jax = sys.modules["jax"]
-    backend = get_backend_object("jax") if isinstance(data, jax.core.Tracer) else current_backend()
+    backend = get_backend_object("jax") if _is_jax_tracer(data) else current_backend()
     tensor = Tensor._wrap(backend.from_jax(data), backend)
     if dtype is not None and _dtypes.as_dtype(dtype) != tensor.dtype:
         tensor = tensor.astype(dtype)
@@ -349,6 +353,9 @@ class Tensor:
             yield self[i]
 
     def __repr__(self) -> str:
+        if _is_jax_tracer(self._data):  # inside jax.jit, grad, ...: no numbers yet
+            shape = ",".join(map(str, self.shape))
+            return f"Tensor(<traced {self.dtype}[{shape}]>, backend={self.backend})"
         body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Tensor(")
         return f"Tensor({body}, dtype={self.dtype}, backend={self.backend})"
 

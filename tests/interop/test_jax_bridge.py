@@ -201,3 +201,25 @@ def test_a_whole_s4tf_training_step_as_a_jax_function(dense):
     _close(loss, expected_loss)
     _close(new.weight, expected_model.weight)
     _close(new.bias, expected_model.bias)
+
+
+def test_per_example_gradients_with_vmap_of_grad(dense):
+    xs = s4tf.random.normal([5, 3], seed=10)
+    labels = s4tf.Tensor([0, 1, 1, 0, 1])
+
+    def loss(model, x, label):
+        logits = model(x.expand_dims(0))
+        return s4tf.to_jax(s4tf.softmax_cross_entropy(logits=logits, labels=label.expand_dims(0)))
+
+    grads = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))(dense, xs, labels)
+    assert grads.weight.shape == (5, 3, 2)
+    for i in (0, 3):
+        expected = s4tf.gradient(dense, of=lambda m, i=i: s4tf.softmax_cross_entropy(
+            logits=m(xs[i:i + 1]), labels=labels[i:i + 1]))
+        _close(grads.weight[i], expected.weight)
+
+
+def test_a_traced_tensor_prints_its_shape_and_dtype(dense):
+    shown = []
+    jax.jit(lambda m: shown.append(repr(m.weight)) or 0)(dense)
+    assert shown == ["Tensor(<traced float32[3,2]>, backend=jax)"]
