@@ -72,3 +72,19 @@ def test_xla_tensors_share_their_device_buffer_with_jax_and_torch():
 def test_from_dlpack_refuses_what_has_no_buffer():
     with pytest.raises(TypeError, match="__dlpack__.*s4tf.Tensor"):
         s4tf.from_dlpack([1.0, 2.0])
+
+
+def test_cupy_tensors_share_their_buffer():
+    # Without a GPU this is CuPy's stand-in (tests/conftest.py), whose buffers are on the
+    # host: a CPU buffer goes to naive unless cupy is asked for.
+    with s4tf.backend("cupy"):
+        t = s4tf.Tensor([1.0, 2.0, 3.0])
+        shared = torch.from_dlpack(t)
+        assert s4tf.from_dlpack(shared).backend == "naive"
+        back = s4tf.from_dlpack(shared, backend="cupy")
+    assert back.backend == "cupy" and back.tolist() == [1.0, 2.0, 3.0]
+    assert np.shares_memory(np.from_dlpack(back._data), np.from_dlpack(t._data))
+    model = Line(back)
+    opt = s4tf.optimizers.SGD(model, learning_rate=1.0)
+    model = opt.update(model, Line.TangentVector(w=s4tf.ones([3]).to("cupy")))
+    assert model.w.tolist() == [0.0, 1.0, 2.0] and shared.tolist() == [1.0, 2.0, 3.0]
