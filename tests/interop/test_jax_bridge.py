@@ -223,3 +223,21 @@ def test_a_traced_tensor_prints_its_shape_and_dtype(dense):
     shown = []
     jax.jit(lambda m: shown.append(repr(m.weight)) or 0)(dense)
     assert shown == ["Tensor(<traced float32[3,2]>, backend=jax)"]
+
+
+def test_s4tf_ops_keep_a_symbolic_batch_axis_for_jax_export():
+    from jax import export
+
+    from s4tf.interop import as_jax_function
+
+    s4tf.random.seed(11)
+    lenet = s4tf.models.LeNet()  # Flatten reshapes to (batch, 400): a symbolic product
+    x = s4tf.random.normal([2, 28, 28, 1], seed=12)
+    jfn, in_tree, _ = as_jax_function(lambda m, x: m(x), lenet, x)
+    (batch,) = export.symbolic_shape("b")
+    specs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(in_tree.shapes, in_tree.dtypes, strict=True)]
+    specs[-1] = jax.ShapeDtypeStruct((batch, 28, 28, 1), specs[-1].dtype)
+    exported = export.export(jax.jit(jfn))(*specs)
+    five = s4tf.random.normal([5, 28, 28, 1], seed=13)
+    (y,) = exported.call(*in_tree.flatten((lenet, five)))
+    _close(y, lenet(five))
