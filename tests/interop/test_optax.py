@@ -79,3 +79,18 @@ def test_without_optax_the_error_names_the_extra(monkeypatch):
     monkeypatch.setattr(importlib, "import_module", no_optax)
     with pytest.raises(ImportError, match=r"pip install 's4tf\[optax\]'"):
         s4tf.optimizers.Optax([s4tf.ones([2])], None)
+
+
+def test_a_training_state_with_an_optax_optimizer_round_trips(tmp_path):
+    model = layers.Dense(2, 2)
+    opt = s4tf.optimizers.Optax(model, optax.adam(0.1))
+    grads = s4tf.gradient(model, of=lambda m: m(s4tf.ones([1, 2])).sum())
+    model = opt.update(model, grads)
+    s4tf.save_training_state(tmp_path / "state.safetensors", model, opt)
+    restored = s4tf.optimizers.Optax(model, optax.adam(0.1))
+    state = s4tf.load_training_state(tmp_path / "state.safetensors", like=model,
+                                     optimizer=restored)
+    assert restored.step == 1
+    a = opt.update(model, grads, consume=False)
+    b = restored.update(state.model, grads, consume=False)
+    np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
