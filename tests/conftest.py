@@ -19,7 +19,7 @@ os.environ.setdefault("S4TF_CACHE_DIR", "")  # no persistent XLA cache in the us
 import s4tf  # noqa: E402  (after choosing the CuPy stand-in)
 
 HAVE_JAX = importlib.util.find_spec("jax") is not None
-BACKENDS = ["naive", "cupy"] + (["xla"] if HAVE_JAX else [])
+BACKENDS = ["naive", "cupy"] + (["xla", "jax"] if HAVE_JAX else [])
 
 
 @pytest.fixture(params=BACKENDS)

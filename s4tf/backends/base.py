@@ -103,6 +103,12 @@ class Backend:
 
         return self.scalar(value, as_dtype(numpy_dtype))
 
+    def readable(self, data) -> bool:
+        """Whether ``data``'s numbers exist to be read now: False for a JAX tracer (the
+        jax backend inside ``jax.jit``, ``grad``, ...), so checks that read values
+        (index ranges) are skipped there, as on a lazy backend."""
+        return True
+
     def owns_storage(self, data) -> bool:
         """Whether backend array ``data`` owns its memory and may be written in place.
 

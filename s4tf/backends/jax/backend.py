@@ -46,9 +46,10 @@ class JaxBackend(Backend):
     transformation; outside one it is an ordinary eager backend over JAX
     arrays (``s4tf.set_backend("jax")``). Arrays are immutable, so nothing is
     written in place (``supports_inplace`` is False: optimizers build new
-    values, as on the lazy backend). The backend counts as ``lazy``: a tracer's
-    values are not known while JAX traces, so checks that read numbers (index
-    ranges) are skipped and out-of-range indices give NaN rows, as on xla.
+    values, as on the lazy backend). A tracer's values are not known while JAX
+    traces (:meth:`readable` is False), so checks that read numbers (index
+    ranges) are skipped there and out-of-range indices give NaN rows, as on
+    xla; on concrete arrays they raise as on the other eager backends.
 
     Examples
     --------
@@ -62,10 +63,11 @@ class JaxBackend(Backend):
 
     name = "jax"
     kernels = JAX_KERNELS
-    array_type = jax.Array  # tracers are jax.Array instances too
+    # The concrete arrays' type (tracers, the values inside transformations, are not
+    # of it): nothing is ever written in place here anyway.
+    array_type = type(jnp.zeros(()))
     xp = None  # the kernels are jax.numpy's; nothing outside them may compute on the arrays
     supports_inplace = False
-    lazy = True
     absorbs_others = True
 
     def asarray(self, value, dtype) -> jax.Array:
@@ -81,6 +83,9 @@ class JaxBackend(Backend):
     def copy(self, data):
         # JAX arrays are never written in place, so sharing one is as good as a copy.
         return data
+
+    def readable(self, data) -> bool:
+        return not is_tracer(data)
 
     def to_numpy(self, data) -> np.ndarray:
         if is_tracer(data):
