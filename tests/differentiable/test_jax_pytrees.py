@@ -38,6 +38,9 @@ PROGRAM = textwrap.dedent("""
     assert type(doubled) is After and type(doubled.inner) is Before
     assert doubled.inner.w.tolist() == [2.0, 2.0] and doubled.inner.label == "b"
     assert doubled.scale == 4.0
+    # Registering and flattening set nothing of JAX up (no 64-bit mode) until an s4tf op
+    # runs on a tracer and loads the jax backend.
+    assert not jax.config.jax_enable_x64
     print("ok")
 """)
 
