@@ -282,7 +282,8 @@ class Tensor:
 
         ``torch.from_dlpack(t)``, ``np.from_dlpack(t)``, ``jax.numpy.from_dlpack(t)``
         and ``cupy.from_dlpack(t)`` share the tensor's memory: the host buffer on
-        naive (exported read-only), the device buffer on cupy, xla and jax (a
+        naive (marked read-only for consumers of DLPack 1.0, such as NumPy and
+        PyTorch), the device buffer on cupy, xla and jax (a
         pending lazy value is computed first, and its buffer is never donated
         afterwards). While the other library holds it, s4tf never writes that
         buffer in place: an optimizer update copies it instead.
@@ -297,6 +298,13 @@ class Tensor:
         ([1.0, 2.0], False)
         """
         source = self._dlpack_source()
+        if max_version is None and isinstance(source, np.ndarray):
+            # A consumer of the first DLPack protocol (JAX) cannot be told that a buffer
+            # is read-only, and NumPy will not export one without saying so: it gets the
+            # tensor's own buffer (it must not write it; JAX never does), or a copy of a
+            # buffer that is read-only itself.
+            host = self._host()
+            source = host if host.flags.writeable else np.array(host)
         given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
         return source.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 

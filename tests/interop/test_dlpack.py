@@ -88,3 +88,15 @@ def test_cupy_tensors_share_their_buffer():
     opt = s4tf.optimizers.SGD(model, learning_rate=1.0)
     model = opt.update(model, Line.TangentVector(w=s4tf.ones([3]).to("cupy")))
     assert model.w.tolist() == [0.0, 1.0, 2.0] and shared.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_jax_takes_naive_and_xla_tensors_through_dlpack():
+    jax = pytest.importorskip("jax")
+    t = s4tf.Tensor(np.arange(6, dtype=np.float32))
+    # JAX speaks the first DLPack protocol, which cannot mark a buffer read-only.
+    assert jax.numpy.from_dlpack(t).tolist() == t.tolist()
+    with s4tf.backend("xla"):
+        x = s4tf.Tensor(np.arange(6, dtype=np.float32))
+    shared = jax.numpy.from_dlpack(x)
+    assert shared.unsafe_buffer_pointer() == x._data.buffer.unsafe_buffer_pointer()
+    assert x._data.shared  # never donated while JAX may hold it
