@@ -38,7 +38,7 @@ def _default_backend_restored():
 
 
 HAVE_JAX = importlib.util.find_spec("jax") is not None
-BACKENDS = ["naive", "cupy"] + (["xla"] if HAVE_JAX else [])
+BACKENDS = ["naive", "cupy"] + (["xla", "jax"] if HAVE_JAX else [])
 
 
 @pytest.fixture(params=BACKENDS)

@@ -30,7 +30,7 @@ LAYERS = [
     ("ops", {"ops", "random", "cow", "transfer", "distributed"}),
     ("values", {"autodiff", "differentiable", "learning_phase", "activations", "nn",
                 "initializers"}),
-    ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing", "freezing"}),
+    ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing", "freezing", "interop"}),
     ("applications", {"models", "summary", "training_loop", "capture", "tying"}),
     ("public addresses", {"callbacks"}),
     ("face", {"__init__"}),

@@ -17,8 +17,8 @@ import threading
 
 __all__ = ["Backend", "backend", "barrier", "get_backend", "get_backend_object", "set_backend"]
 
-BACKEND_NAMES = ("naive", "cupy", "xla")
-_EXTRAS = {"cupy": ("cupy", "cuda"), "xla": ("jax", "xla")}
+BACKEND_NAMES = ("naive", "cupy", "xla", "jax")
+_EXTRAS = {"cupy": ("cupy", "cuda"), "xla": ("jax", "xla"), "jax": ("jax", "xla")}
 # Every backend is a folder with the same file names; its BACKEND is in backend.py.
 _MODULES = {name: f"s4tf.backends.{name}.backend" for name in BACKEND_NAMES}
 
@@ -36,7 +36,8 @@ class Backend:
     Attributes
     ----------
     name : str
-        ``"naive"``, ``"cupy"`` or ``"xla"``.
+        ``"naive"``, ``"cupy"``, ``"xla"`` or ``"jax"`` (eager, on JAX arrays and
+        tracers: what s4tf values are inside ``jax.jit`` and friends).
     kernels : object
         One method per primitive, taking and returning backend arrays.
     array_type : type
@@ -56,6 +57,11 @@ class Backend:
         Whether reading a value may run pending work (the xla backend): checks
         that need the numbers (index ranges) are skipped there unless
         ``S4TF_CHECKS=1``.
+    absorbs_others : bool
+        Whether an op meeting tensors of this backend and of another computes on
+        this one (the jax backend: inside a JAX transformation, tensors of other
+        backends are constants of the traced function); otherwise mixing
+        backends is an error naming the fix.
     compiles_per_shape : bool
         Whether each new combination of shapes costs a compile (the lazy
         backend), so the training loop keeps every step's shapes the same.
@@ -67,6 +73,7 @@ class Backend:
     xp = None
     supports_inplace = False
     lazy = False
+    absorbs_others = False
     compiles_per_shape = False
 
     def asarray(self, value, dtype):
@@ -96,6 +103,12 @@ class Backend:
 
         return self.scalar(value, as_dtype(numpy_dtype))
 
+    def readable(self, data) -> bool:
+        """Whether ``data``'s numbers exist to be read now: False for a JAX tracer (the
+        jax backend inside ``jax.jit``, ``grad``, ...), so checks that read values
+        (index ranges) are skipped there, as on a lazy backend."""
+        return True
+
     def owns_storage(self, data) -> bool:
         """Whether backend array ``data`` owns its memory and may be written in place.
 
@@ -110,6 +123,32 @@ class Backend:
 
     def index_add_inplace(self, dst, index, src, axis=None):
         raise NotImplementedError  # abstract: only eager backends define it
+
+    def to_jax(self, data):
+        """``data`` as a ``jax.Array`` (JAX must be installed): the device buffer itself
+        where the backend has one (xla, jax), else a copy from the host.
+
+        Whoever receives it may keep it, so a backend that could later reuse the
+        buffer (xla's donation) must mark it as seen by someone else here.
+        """
+        import jax.numpy as jnp
+
+        return jnp.asarray(self.to_numpy(data))
+
+    def from_jax(self, array):
+        """A backend array holding the values of ``jax.Array`` ``array``: the same buffer
+        where the backend can hold one (xla, jax), else a copy on this backend."""
+        import numpy as np
+
+        from ..dtypes import as_dtype
+
+        host = np.asarray(array)
+        return self.asarray(host, as_dtype(host.dtype))
+
+    def dlpack_source(self, data):
+        """An array exporting ``data``'s values through DLPack without a copy (the host
+        array on naive, the CuPy array on cupy, the JAX buffer on xla and jax)."""
+        return self.to_numpy(data)
 
     def follow_layout(self, data, like):
         """``data`` laid out across devices as ``like`` is (only the xla backend has layouts)."""
@@ -182,7 +221,7 @@ def current_backend() -> Backend:
 
 
 def set_backend(name: str) -> None:
-    """Make ``name`` the backend for new tensors (``"naive"``, ``"cupy"``, ``"xla"``).
+    """Make ``name`` the backend for new tensors (``"naive"``, ``"cupy"``, ``"xla"``, ``"jax"``).
 
     Examples
     --------

@@ -77,8 +77,9 @@ def check_indices(indices, low: int, high: int, owner: str, what: str = "indices
     """
     if isinstance(indices, Tensor):
         indices = innermost(indices)
-        if getattr(indices._backend, "lazy", False) and not checks_enabled():
-            return
+        backend = indices._backend
+        if (backend.lazy and not checks_enabled()) or not backend.readable(indices._data):
+            return  # unchecked: out-of-range rows read NaN (the JAX kernels)
         host = indices.numpy()
     else:
         host = np.asarray(indices)
@@ -430,8 +431,9 @@ def encode_one_hot(indices, depth, dtype=None, *, low: int, owner: str, what: st
     # The classes live where the indices do.
     classes = from_numpy(np.arange(depth), indices.dtype, like=innermost(indices))
     hits = cast(equal(expand_dims(indices, -1), classes), dtype=dtype)
-    if getattr(innermost(indices)._backend, "lazy", False) and dtype.is_floating:
-        # Unchecked on the lazy backend: an out-of-range row becomes NaN, never zeros.
+    source = innermost(indices)
+    if (source._backend.lazy or not source._backend.readable(source._data)) and dtype.is_floating:
+        # Unchecked on the lazy backend (or a JAX trace): an out-of-range row becomes NaN.
         valid = logical_and(greater_equal(indices, low), less(indices, depth))
         hits = where(expand_dims(valid, -1), hits, float("nan"))
     return hits

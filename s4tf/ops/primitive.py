@@ -307,6 +307,11 @@ class Primitive:
                 if backend is None:
                     backend = arg._backend
                 elif arg._backend is not backend:
+                    if arg._backend.absorbs_others or backend.absorbs_others:
+                        # The jax backend (values inside a JAX transformation) takes in
+                        # tensors of the others: they are constants of the traced function.
+                        backend = backend if backend.absorbs_others else arg._backend
+                        continue
                     raise TypeError(
                         f"{self.name}: the operands are on different backends "
                         f"({backend.name!r} and {arg._backend.name!r}). Move one with "
@@ -441,6 +446,8 @@ def _convert(args, backend, promote):
         target = dtype if i >= start else None
         if isinstance(arg, Tensor):
             data = arg._data
+            if arg._backend is not backend:  # only into a backend that absorbs_others
+                data = backend.from_jax(arg._backend.to_jax(data))
             if target is not None and data.dtype != want:
                 data = backend.kernels.cast(data, dtype=want)
         elif isinstance(arg, np.ndarray):

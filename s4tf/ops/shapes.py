@@ -7,6 +7,9 @@ stack, split, pad), whose pullbacks slice, in :mod:`s4tf.ops.joining`.
 
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 
 from ..tensor import Tensor
@@ -74,8 +77,17 @@ _transpose = primitive("transpose",
                        batch=_transpose_batch)
 
 
+def _dimension(n):
+    # A JAX symbolic dimension (the batch axis of an exported function) stays symbolic;
+    # JAX checks it against the others. JAX is loaded whenever one exists.
+    jax_export = sys.modules.get("jax.export")
+    if jax_export is not None and jax_export.is_symbolic_dim(n):
+        return n
+    return int(n)
+
+
 def _resolve_shape(shape, size):
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(_dimension(n) for n in shape)
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: only one axis may be -1; got {shape}.")
     known = 1
@@ -105,7 +117,7 @@ def reshape(x, shape):
     """
     current = shape_of(x)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    size = int(np.prod(current)) if current else 1
+    size = math.prod(current)
     shape = _resolve_shape(shape, size)
     if shape == current:
         return x

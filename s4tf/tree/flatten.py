@@ -126,7 +126,9 @@ class TreeDef:
         cls, names = plan.cls, plan.names
         if not zero:
             tangent_cls = node_type(cls).tangent
-            if not isinstance(tangent, tangent_cls):
+            # A value of the class itself holds a tangent in its differentiable fields:
+            # jax.grad returns the gradient of a model in the model's own structure.
+            if not isinstance(tangent, tangent_cls | cls):
                 raise TypeError(
                     f"expected a {tangent_cls.__qualname__} (or None for zero), "
                     f"got {type(tangent).__name__}."

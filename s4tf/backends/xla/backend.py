@@ -82,6 +82,29 @@ class XLABackend(Backend):
         # A copy: a host view of a device buffer would break if XLA reused the buffer.
         return np.array(data.buffer)
 
+    def to_jax(self, data: LazyArray) -> jax.Array:
+        # The buffer itself, no copy: a pending value is computed first, and the
+        # buffer is marked shared, since whoever holds it now must never see it
+        # donated (reused by XLA) at a later barrier.
+        if data.op is not None:
+            graph.barrier()
+        if data.buffer is None:
+            raise RuntimeError(
+                "This xla tensor's buffer was donated to XLA at a barrier, which happens only "
+                "when no live tensor refers to it; please report how it was reached."
+            )
+        data.shared = True
+        return data.buffer if not data.host else jax.numpy.asarray(data.buffer)
+
+    def from_jax(self, array: jax.Array) -> LazyArray:
+        # The caller's buffer, not a copy; shared, so it is never donated under them.
+        lazy = LazyArray(tuple(array.shape), array.dtype, buffer=array)
+        lazy.shared = True
+        return lazy
+
+    def dlpack_source(self, data):
+        return self.to_jax(data)
+
     def devices(self, data: LazyArray) -> tuple:
         return sharding.devices(data)
 
