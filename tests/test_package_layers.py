@@ -31,7 +31,7 @@ LAYERS = [
     ("values", {"autodiff", "differentiable", "learning_phase", "activations", "nn",
                 "initializers"}),
     ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing", "interop"}),
-    ("applications", {"models", "summary", "training_loop", "capture"}),
+    ("applications", {"models", "summary", "training_loop", "capture", "exporting"}),
     ("face", {"__init__"}),
 ]
 LAYER_OF = {unit: index for index, (_, units) in enumerate(LAYERS) for unit in units}

@@ -7,6 +7,8 @@ stack, split, pad), whose pullbacks slice, in :mod:`s4tf.ops.joining`.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..tensor import Tensor
@@ -39,8 +41,13 @@ _transpose = primitive("transpose",
                        jvp=(lambda t, x, out, perm: _transpose(t, perm=perm),))
 
 
+def _dimension(n):
+    """``n`` as an int; a symbolic size (the batch axis of ``s4tf.export``) stays as it is."""
+    return n if type(n).__module__.startswith("jax") else int(n)
+
+
 def _resolve_shape(shape, size):
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(_dimension(n) for n in shape)
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: only one axis may be -1; got {shape}.")
     known = 1
@@ -70,7 +77,7 @@ def reshape(x, shape):
     """
     current = shape_of(x)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    size = int(np.prod(current)) if current else 1
+    size = math.prod(current)
     shape = _resolve_shape(shape, size)
     if shape == current:
         return x
