@@ -130,12 +130,16 @@ def _is_jax_array(data) -> bool:
     return jax is not None and isinstance(data, jax.Array)
 
 
+def _is_jax_tracer(data) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(data, jax.core.Tracer)
+
+
 def _from_jax_array(data, dtype) -> Tensor:
     """``Tensor(jax_array)``: a JAX tracer (inside ``jax.jit``, ``grad``, ...) stays a
     tracer, on the jax backend; a concrete array goes to the current backend, without
     a copy where that backend holds JAX buffers (xla, jax), since neither writes one."""
-    jax = sys.modules["jax"]
-    backend = get_backend_object("jax") if isinstance(data, jax.core.Tracer) else current_backend()
+    backend = get_backend_object("jax") if _is_jax_tracer(data) else current_backend()
     tensor = Tensor._wrap(backend.from_jax(data), backend)
     if dtype is not None and _dtypes.as_dtype(dtype) != tensor.dtype:
         tensor = tensor.astype(dtype)
@@ -273,6 +277,40 @@ class Tensor:
             array = array.astype(dtype)
         return array.copy() if copy else array
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The values as a DLPack capsule, without a copy (the array-API protocol).
+
+        ``torch.from_dlpack(t)``, ``np.from_dlpack(t)``, ``jax.numpy.from_dlpack(t)``
+        and ``cupy.from_dlpack(t)`` share the tensor's memory: the host buffer on
+        naive (exported read-only), the device buffer on cupy, xla and jax (a
+        pending lazy value is computed first, and its buffer is never donated
+        afterwards). While the other library holds it, s4tf never writes that
+        buffer in place: an optimizer update copies it instead.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import s4tf
+        >>> t = s4tf.Tensor([1.0, 2.0])
+        >>> shared = np.from_dlpack(t)
+        >>> shared.tolist(), shared.flags.writeable
+        ([1.0, 2.0], False)
+        """
+        source = self._dlpack_source()
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return source.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+
+    def __dlpack_device__(self):
+        """``(device type, device id)`` of the buffer :meth:`__dlpack__` exports."""
+        return self._dlpack_source().__dlpack_device__()
+
+    def _dlpack_source(self):
+        source = self._backend.dlpack_source(self._data)
+        if isinstance(source, np.ndarray):
+            # Read-only, like numpy(): the consumer sees the tensor's own memory.
+            source = _read_only(np.ascontiguousarray(source))
+        return source
+
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
         if self.size != 1:
@@ -315,6 +353,9 @@ class Tensor:
             yield self[i]
 
     def __repr__(self) -> str:
+        if _is_jax_tracer(self._data):  # inside jax.jit, grad, ...: no numbers yet
+            shape = ",".join(map(str, self.shape))
+            return f"Tensor(<traced {self.dtype}[{shape}]>, backend={self.backend})"
         body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Tensor(")
         return f"Tensor({body}, dtype={self.dtype}, backend={self.backend})"
 
@@ -330,7 +371,7 @@ class Tensor:
         return Tensor, (np.array(self.numpy()),)
 
     def to(self, backend: str) -> Tensor:
-        """The same values on another backend (``"naive"``, ``"cupy"``, ``"xla"``).
+        """The same values on another backend (``"naive"``, ``"cupy"``, ``"xla"``, ``"jax"``).
 
         Examples
         --------

@@ -78,7 +78,7 @@ def test_the_guides_have_tested_code():
     for guide in ["index.md", "guides/getting-started.md", "guides/from-pytorch.md",
                   "guides/from-keras.md", "guides/from-jax.md", "guides/value-semantics.md",
                   "guides/backends.md", "guides/custom-derivatives.md", "guides/checkpoints.md",
-                  "guides/model-zoo.md", "guides/data-parallel.md"]:
+                  "guides/model-zoo.md", "guides/data-parallel.md", "guides/jax-interop.md"]:
         assert guide in names, f"{guide} has no tested s4tf code"
 
 

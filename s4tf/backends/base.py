@@ -139,6 +139,11 @@ class Backend:
         host = np.asarray(array)
         return self.asarray(host, as_dtype(host.dtype))
 
+    def dlpack_source(self, data):
+        """An array exporting ``data``'s values through DLPack without a copy (the host
+        array on naive, the CuPy array on cupy, the JAX buffer on xla and jax)."""
+        return self.to_numpy(data)
+
     def follow_layout(self, data, like):
         """``data`` laid out across devices as ``like`` is (only the xla backend has layouts)."""
         return data
@@ -210,7 +215,7 @@ def current_backend() -> Backend:
 
 
 def set_backend(name: str) -> None:
-    """Make ``name`` the backend for new tensors (``"naive"``, ``"cupy"``, ``"xla"``).
+    """Make ``name`` the backend for new tensors (``"naive"``, ``"cupy"``, ``"xla"``, ``"jax"``).
 
     Examples
     --------

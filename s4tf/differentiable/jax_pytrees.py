@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import sys
+import types
 
 import numpy as np
 
@@ -124,12 +125,24 @@ def _register_with(jax, cls):
         return None
     node = node_type(cls)
     no_derivative = node.no_derivative
+    fields = node.fields
     jax_array = jax.Array
+    new = object.__new__
 
+    # Called on every jax.jit call for every layer of a model: exact types first.
     def flatten(value):
+        state = value.__dict__
         children, static, names = [], [], []
-        for name, child in zip(node.fields, node.children(value), strict=True):
-            if _holds_data(child, jax_array, name not in no_derivative):
+        for name in fields:
+            child = state[name] if name in state else getattr(value, name)
+            kind = type(child)
+            if kind is Tensor or kind is State:
+                data = True
+            elif kind in _STATIC_TYPES:
+                data = kind is float and name not in no_derivative
+            else:
+                data = _holds_data(child, jax_array, name not in no_derivative)
+            if data:
                 children.append(child)
                 names.append(name)
             else:
@@ -138,27 +151,43 @@ def _register_with(jax, cls):
 
     def unflatten(aux, children):
         names, static = aux
-        fields = dict(static.items)
-        fields.update(zip(names, children, strict=True))
-        return node.build({name: fields[name] for name in node.fields})
+        value = new(cls)  # as tree_unflatten rebuilds: no __init__, fields only
+        state = value.__dict__
+        state.update(static.items)
+        state.update(zip(names, children, strict=True))
+        return value
 
     _register(jax, cls, flatten, unflatten)
     return None
 
 
+# Field values that are never containers: static, except floats outside no_derivative.
+_STATIC_TYPES = frozenset((float, int, bool, str, type(None), types.FunctionType,
+                           types.BuiltinFunctionType))
+
+
 def _register_tensor(jax):
-    jax_array = jax.Array
+    jax_array, tracer = jax.Array, jax.core.Tracer
+    new = object.__new__
 
     def flatten(tensor):
         return (tensor._backend.to_jax(tensor._data),), None
 
     def unflatten(_, children):
         (leaf,) = children
-        if isinstance(leaf, jax_array):
-            return tensor_from_jax(leaf)
-        if isinstance(leaf, np.ndarray):
+        tensor = new(Tensor)
+        if isinstance(leaf, tracer):
+            # Looked up here, not at registration: loading the jax backend sets JAX up
+            # for s4tf (64-bit types), which a program that only imports JAX must not get.
+            tensor._data, tensor._backend = leaf, get_backend_object("jax")
+        elif isinstance(leaf, jax_array):
+            backend = current_backend()
+            tensor._data, tensor._backend = backend.from_jax(leaf), backend
+        elif isinstance(leaf, np.ndarray):
             return Tensor(leaf)
-        return leaf  # JAX rebuilding a tree of something else (None, shapes, ...)
+        else:
+            return leaf  # JAX rebuilding a tree of something else (None, shapes, ...)
+        return tensor
 
     _register(jax, Tensor, flatten, unflatten)
 
@@ -177,8 +206,10 @@ def tensor_from_jax(array, backend=None) -> Tensor:
     >>> from s4tf.differentiable.jax_pytrees import tensor_from_jax
     >>> tensor_from_jax(jnp.ones(2)).backend
     'naive'
-    >>> jax.jit(lambda a: tensor_from_jax(a).backend == "jax" and a)(1.0) is not False
-    True
+    >>> seen = []
+    >>> _ = jax.jit(lambda a: seen.append(tensor_from_jax(a).backend) or a)(jnp.ones(2))
+    >>> seen
+    ['jax']
     """
     jax = sys.modules["jax"]
     if isinstance(array, jax.core.Tracer):

@@ -6,11 +6,13 @@
   tensors are JAX pytrees (:mod:`s4tf.differentiable.jax_pytrees`), so
   ``jax.jit``, ``jax.grad``, ``jax.vmap`` and ``jax.lax.scan`` take them, and
   s4tf ops on JAX tracers run on the ``jax`` backend.
+* :mod:`.dlpack`: :func:`from_dlpack` (``Tensor.__dlpack__`` is the other way).
 
 The guide is ``docs/guides/jax-interop.md``; the machinery is described in
 ``s4tf/HOW_IT_WORKS.md`` ("Interop").
 """
 
+from .dlpack import from_dlpack
 from .jax_bridge import JaxFunctionTree, as_jax_function, from_jax, jax_backend, to_jax
 
-__all__ = ["JaxFunctionTree", "as_jax_function", "from_jax", "jax_backend", "to_jax"]
+__all__ = ["JaxFunctionTree", "from_dlpack", "as_jax_function", "from_jax", "jax_backend", "to_jax"]

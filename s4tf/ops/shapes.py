@@ -8,6 +8,7 @@ stack, split, pad), whose pullbacks slice, in :mod:`s4tf.ops.joining`.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -42,8 +43,12 @@ _transpose = primitive("transpose",
 
 
 def _dimension(n):
-    """``n`` as an int; a symbolic size (the batch axis of ``s4tf.export``) stays as it is."""
-    return n if type(n).__module__.startswith("jax") else int(n)
+    # A JAX symbolic dimension (the batch axis of an exported function) stays symbolic;
+    # JAX checks it against the others. JAX is loaded whenever one exists.
+    jax_export = sys.modules.get("jax.export")
+    if jax_export is not None and jax_export.is_symbolic_dim(n):
+        return n
+    return int(n)
 
 
 def _resolve_shape(shape, size):

@@ -226,6 +226,13 @@ class ndarray:  # noqa: N801  (CuPy's name)
         return getattr(_MODULE, func.__name__)(*args, **kwargs)
 
     # Shape, dtype and views.
+    def __dlpack__(self, **kwargs):
+        # CuPy exports its device buffer without a copy; the stand-in's buffer is host memory.
+        return self._host.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._host.__dlpack_device__()
+
     def __getattr__(self, name: str):
         if name in _ATTRIBUTES:
             return getattr(self._host, name)

@@ -102,6 +102,9 @@ class XLABackend(Backend):
         lazy.shared = True
         return lazy
 
+    def dlpack_source(self, data):
+        return self.to_jax(data)
+
     def devices(self, data: LazyArray) -> tuple:
         return sharding.devices(data)
 
