@@ -93,9 +93,13 @@ def export(fn, *example_args, path, format: str = "stablehlo",
     ImportError
         When JAX (StableHLO) or jax2onnx/onnx (ONNX) is missing: install
         ``s4tf[export]``.
+    FileNotFoundError
+        When the directory of ``path`` does not exist.
     s4tf.exporting.ExportError
-        When the format cannot express an op of ``fn``; the message names the op
-        and the line of ``fn`` that called it.
+        When the format cannot express an op of ``fn`` (the message names the
+        op and the line of ``fn`` that called it), or when tracing ``fn``
+        changed ``State`` that ``fn`` closes over (a BatchNorm of a model it
+        closes over, called in the training phase; the cells are restored).
 
     Examples
     --------
@@ -118,6 +122,10 @@ def export(fn, *example_args, path, format: str = "stablehlo",
     from ..interop import as_jax_function
 
     path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"s4tf.export: the directory of path={path!r} does not exist; "
+                                f"create {directory!r} first.")
     specs = leaf_specs(fn, example_args, batch_polymorphic)
     guard = StateGuard(fn)
     try:

@@ -136,6 +136,8 @@ def test_a_wrong_format_or_path_is_refused(tmp_path):
         s4tf.export(s4tf.relu, s4tf.ones([2]), path=tmp_path / "x", format="tflite")
     with pytest.raises(TypeError, match="path must be a file path"):
         s4tf.export(s4tf.relu, s4tf.ones([2]), path=None)
+    with pytest.raises(FileNotFoundError, match="does not exist; create"):
+        s4tf.export(s4tf.relu, s4tf.ones([2]), path=tmp_path / "missing" / "relu.stablehlo")
 
 
 @pytest.mark.parametrize("config", [[(1, 2, 1), (-1, 3, 2)], [(0, -2, 0), (2, 2, 0)],
