@@ -139,7 +139,10 @@ def export(fn, *example_args, path, format: str = "stablehlo",
         changed = guard.restore()
         if changed:
             raise _state_error(changed) from error
-        raise _export_error(error, format, batch_polymorphic) from error
+        translated = _export_error(error, format, batch_polymorphic)
+        if translated is None:
+            raise  # fn's own error, raised outside every s4tf op: the person's to read as is
+        raise translated from error
     changed = guard.restore()
     if changed:
         os.remove(path)
@@ -167,19 +170,25 @@ def _output_names(out_tree) -> list[str]:
 def _state_error(changed: list) -> ExportError:
     named = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
     return ExportError(
-        f"s4tf.export: fn changed State it closes over ({named}: a BatchNorm's "
-        "running statistics, called in the training phase), which an artifact cannot return; "
-        "those cells are as they were. Export an inference function in the inference phase "
-        "(the default; `with s4tf.inference():`), or pass the model as an argument and return "
-        "it, as a training step does.")
+        f"s4tf.export: fn changed state it closes over ({named}), which an artifact cannot "
+        "return; it is as it was. A BatchNorm's running statistics change in the training "
+        "phase: export an inference function in the inference phase (the default; `with "
+        "s4tf.inference():`), or pass the model as an argument and return it. An optimizer's "
+        "slots change in opt.update: a training step takes the slots as an argument and "
+        "returns them (the guide 'Exporting a model' shows momentum SGD written so).")
 
 
-def _export_error(error: Exception, format: str, batch_polymorphic: bool) -> ExportError:
+def _export_error(error: Exception, format: str, batch_polymorphic: bool) -> ExportError | None:
+    """The :class:`ExportError` naming the op behind ``error``; None when no op is to blame
+    and the symbolic batch is not either (an error of ``fn``'s own code)."""
     op, line = failing_op(error)
+    symbolic = batch_polymorphic and BATCH in str(error)
+    if op is None and not symbolic:
+        return None
     where = f"the op {op!r}" if op else "an operation"
     called = f" (called from {line})" if line else ""
     hint = ""
-    if batch_polymorphic and BATCH in str(error):
+    if symbolic:
         hint = (" The batch axis is symbolic: an op that needs its size as a number cannot be "
                 "exported that way; pass batch_polymorphic=False to fix the batch size.")
     message = (f"s4tf.export(format={format!r}) cannot express {where}{called}: "

@@ -4,7 +4,7 @@ An export fails in two places: while JAX traces ``fn`` (an op that cannot
 take a symbolic batch axis, say) or while jax2onnx lowers a JAX primitive
 ONNX has no rule for. In both the person needs the s4tf op and their own
 line, not JAX's internals. Kernels are methods named after their primitive
-(``backends/``) and ops functions named after themselves (``ops/``), so the
+(``backends/**/*kernels.py``) and ops functions named after themselves (``ops/``), so the
 op is the outermost kernel on the failing call stack, or, when no kernel
 ran yet (a shape check refused), the outermost op: on the error's own
 traceback while tracing, on the failing equation's recorded source while
@@ -79,7 +79,8 @@ def failing_op(error: BaseException) -> tuple[str | None, str | None]:
     public = [(path, name) for path, name in named if not name.startswith(("_", "<"))]
     # The kernel that was running is the primitive; before any kernel ran, the op that
     # refused (a shape check).
-    op = next((name for path, name in public if path.startswith(_KERNELS)), None) or next(
+    op = next((name for path, name in public
+               if path.startswith(_KERNELS) and path.endswith("kernels.py")), None) or next(
         (name for path, name in public if path.startswith(_OPS) and path != _WRAPPERS), None)
     user = [f"{path}:{line}" for path, _, line in frames if not _is_library(path)]
     return op, (user[-1] if user else None)

@@ -1,4 +1,4 @@
-"""State cells an exported function closes over must come out of the export as they went in.
+"""State an exported function closes over must come out of the export as it went in.
 
 Tracing runs ``fn`` on JAX tracers. A model that ``fn`` takes as an argument
 is rebuilt around the tracers, cells and all, so what ``fn`` writes into its
@@ -9,6 +9,12 @@ user's model and statistics the artifact silently drops. So the cells
 reachable from ``fn`` (its closure, its globals by name, a bound method's
 object, a ``functools.partial``'s arguments) are read before tracing; any
 that changed are put back and the export is refused, naming the cell.
+
+An optimizer ``fn`` closes over is the same case: ``opt.update`` inside the
+trace would leave tracers in its slots and step count, which the artifact
+cannot carry either (a training step takes the slots as an argument and
+returns them). Its attributes, and the lists and dicts among them, are kept
+and put back the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import functools
 import types
 
+from ..optimizers import Optimizer
 from ..tree import join_path, tree_children
 
 __all__ = ["StateGuard"]
@@ -56,6 +63,49 @@ def _referenced(fn) -> list:
     return found
 
 
+def _snapshot(value):
+    """``value`` with its lists and dicts (an optimizer's slots) copied at every depth."""
+    if isinstance(value, list):
+        return value, [_snapshot(item) for item in value]
+    if isinstance(value, dict):
+        return value, {key: _snapshot(item) for key, item in value.items()}
+    return value, None
+
+
+def _put_back(saved) -> bool:
+    """Restore the containers of :func:`_snapshot` in place; whether anything had changed
+    (by identity: no value is compared, a tensor's numbers may be a tracer's)."""
+    value, contents = saved
+    if contents is None:
+        return False
+    keys = range(len(contents)) if isinstance(value, list) else contents.keys()
+    now = list(value) if isinstance(value, list) else dict(value)
+    changed = len(now) != len(contents) or any(
+        (key not in now if isinstance(value, dict) else False) or now[key] is not contents[key][0]
+        for key in keys)
+    changed = any([_put_back(item) for item in (
+        contents if isinstance(value, list) else contents.values())]) or changed
+    if changed:
+        if isinstance(value, list):
+            value[:] = [item for item, _ in contents]
+        else:
+            value.clear()
+            value.update({key: item for key, (item, _) in contents.items()})
+    return changed
+
+
+def _restore(optimizer, saved: dict) -> bool:
+    """Put the attributes ``saved`` by :func:`_snapshot` back; whether anything changed."""
+    attributes = vars(optimizer)
+    changed = set(attributes) != set(saved) or any(
+        attributes.get(name) is not value for name, (value, _) in saved.items())
+    changed = any([_put_back(item) for item in saved.values()]) or changed
+    if changed:
+        attributes.clear()
+        attributes.update({name: value for name, (value, _) in saved.items()})
+    return changed
+
+
 def _cells(value, path: str, out: dict, seen: set) -> None:
     if id(value) in seen:
         return
@@ -84,16 +134,23 @@ class StateGuard:
 
     def __init__(self, fn) -> None:
         self._cells: dict = {}
+        self._optimizers: list = []
         seen: set = set()
         for name, value in _referenced(fn):
-            if not isinstance(value, (types.ModuleType, type)):
+            if isinstance(value, Optimizer):
+                self._optimizers.append(
+                    (name, value, {k: _snapshot(v) for k, v in vars(value).items()}))
+            elif not isinstance(value, (types.ModuleType, type)):
                 _cells(value, name, self._cells, seen)
 
     def restore(self) -> list[str]:
-        """Put every changed cell's value back; return their paths (empty when none changed)."""
+        """Put every changed cell and optimizer back; return their paths (empty when none
+        changed)."""
         changed = []
         for path, cell, value in self._cells.values():
             if cell.value is not value:
                 cell.value = value
                 changed.append(path)
+        changed += [f"{name} (an optimizer)" for name, optimizer, saved in self._optimizers
+                    if _restore(optimizer, saved)]
         return changed

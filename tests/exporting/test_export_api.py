@@ -107,6 +107,14 @@ def test_an_op_that_needs_the_batch_size_is_named_with_the_users_line(tmp_path):
                        batch_polymorphic=False).outputs[0].shape == (2, 3)
 
 
+def test_an_error_of_fns_own_code_is_raised_as_it_is(tmp_path):
+    def broken(x):
+        raise KeyError("my own bug")
+
+    with pytest.raises(KeyError, match="my own bug"):
+        s4tf.export(broken, s4tf.ones([2, 3]), path=tmp_path / "broken.stablehlo")
+
+
 def test_state_of_a_closed_over_model_is_left_as_it_was(tmp_path):
     model = _model()
     before = model.norm.running_mean.value
@@ -120,6 +128,25 @@ def test_state_of_a_closed_over_model_is_left_as_it_was(tmp_path):
                                path=tmp_path / "m.stablehlo")
     assert "output.1.norm.running_mean" in [spec.name for spec in artifact.outputs]
     assert model.norm.running_mean.value is before
+
+
+def test_an_optimizer_updated_inside_fn_is_left_as_it_was(tmp_path):
+    model = s4tf.layers.Dense(3, 4)
+    x = s4tf.ones([2, 3])
+    loss = lambda m: s4tf.mean_squared_error(predicted=m(x), expected=s4tf.zeros([2, 4]))
+    opt = s4tf.optimizers.SGD(model, learning_rate=0.1, momentum=0.9)
+    model = opt.update(model, s4tf.gradient(model, of=loss), consume=False)
+    velocity = opt.slots(0)["velocity"]
+
+    def step(model):
+        return opt.update(model, s4tf.gradient(model, of=loss))
+
+    with pytest.raises(ExportError, match=r"opt \(an optimizer\).*takes the slots as an argument"):
+        s4tf.export(step, model, path=tmp_path / "step.stablehlo")
+    # Its slots and step count are the ones it had: no tracer was left behind.
+    assert opt.step == 1 and opt.slots(0)["velocity"] is velocity
+    opt.update(model, s4tf.gradient(model, of=loss), consume=False)
+    assert opt.step == 2
 
 
 def test_missing_packages_raise_an_import_error_naming_the_extra(tmp_path, monkeypatch):
