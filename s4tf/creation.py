@@ -57,7 +57,7 @@ def _like(t, value, dtype):
     if not isinstance(t, Tensor):
         return 0.0 * value if isinstance(t, float | int) else full(np.shape(t), value, dtype)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else t.dtype
-    if not all(isinstance(n, int) for n in t.shape):
+    if not all(isinstance(n, (int, np.integer)) for n in t.shape):
         # A symbolic size (the batch axis of s4tf.export, on the jax backend) fits no host
         # array: the backend broadcasts the scalar, as jnp.full does.
         backend = t._backend

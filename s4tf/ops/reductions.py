@@ -135,7 +135,7 @@ def mean(x, axis=None, keepdims=False):
     for a in axes:
         count *= shape[a]
     total = reduce_sum(x, axis=axes, keepdims=bool(keepdims))
-    if not isinstance(count, int):
+    if not isinstance(count, (int, np.integer)):
         # A symbolic size (the batch axis of s4tf.export) has no number yet: count the
         # elements as the exported program will, by summing ones of x's shape.
         one = from_numpy(np.ones((), total.dtype.numpy), like=total)
