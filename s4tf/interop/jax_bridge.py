@@ -108,7 +108,8 @@ def from_jax(tree, like):
     it). Each array becomes a tensor on the backend of the tensor it replaces,
     without a copy on xla and jax (JAX arrays are never written, and the lazy
     backend never donates a buffer it got this way); a JAX tracer becomes a
-    tensor of the ``jax`` backend.
+    tensor of the ``jax`` backend. An array of another dtype is cast to the
+    dtype of the tensor it replaces.
 
     Parameters
     ----------
@@ -151,6 +152,8 @@ def from_jax(tree, like):
                     f"from_jax: leaf {i} has shape {tuple(new.shape)} but like='s tensor there "
                     f"has shape {old.shape}; the tree must hold arrays of like's shapes."
                 )
+            if new.dtype != old.dtype.numpy:  # like= decides dtypes too (x64 JAX makes float64)
+                new = new.astype(old.dtype.numpy)
             rebuilt.append(tensor_from_jax(new, old._backend))
         else:
             rebuilt.append(new)

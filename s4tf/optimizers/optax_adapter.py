@@ -20,6 +20,7 @@ from .. import cow
 from ..cow import callsite
 from ..tensor import Tensor
 from ..tree import tree_flatten
+from . import application
 from .gradients import leaf_gradients
 from .optimizer import Optimizer
 
@@ -42,10 +43,11 @@ class Optax(Optimizer):
     ``model = opt.update(model, grads)`` as with every s4tf optimizer; the
     transformation's state (``opt.optax_state``, an optax pytree of JAX
     arrays) is made at the first update and kept by the optimizer object, as
-    s4tf's optimizers keep their slots. JAX arrays are never written in place,
-    so the update always builds new parameter tensors: the old model stays
-    valid and unchanged (it is never consumed), whoever holds it, and ``State``
-    cells another live model shares are copied, as in every copying update.
+    s4tf's optimizers keep their slots. The update is copy-on-write, as every
+    s4tf optimizer's: the new values are written into the parameters'
+    buffers (naive, cupy) when nobody else can see the model, which is then
+    consumed; otherwise new tensors are made and every old value stays as it
+    was.
 
     Parameters
     ----------
@@ -94,41 +96,47 @@ class Optax(Optimizer):
         raise TypeError("Optax updates whole trees through optax; it has no per-parameter rule.")
 
     def update(self, model, grads, *, consume: bool = True):
-        """``model`` moved by the transformation's update for ``grads``: a new model.
+        """``model`` moved by the transformation's update for ``grads``: the updated model.
 
-        ``consume`` is accepted for the common signature; the old model is never
-        consumed (nothing is written in place). See :meth:`Optimizer.update`.
+        Copy-on-write as in :meth:`Optimizer.update`: when nothing but
+        ``model`` refers to it, the new values are written into the parameter
+        buffers of the naive and cupy backends and the old model object is
+        consumed; otherwise (or on xla and jax, whose buffers are never
+        written) the parameters are new tensors and the old model stays valid.
 
         Examples
         --------
         >>> import optax, s4tf
         >>> model = [s4tf.Tensor([1.0])]
         >>> opt = s4tf.optimizers.Optax(model, optax.sgd(1.0))
-        >>> opt.update(model, [s4tf.Tensor([0.25])])[0].tolist(), model[0].tolist()
+        >>> opt.update(model, [s4tf.Tensor([0.25])], consume=False)[0].tolist(), model[0].tolist()
         ([0.75], [1.0])
         """
+        # Measured first, before any other local refers to the model.
         count = sys.getrefcount(model)
         jax = importlib.import_module("jax")
         name = type(self).__name__
         grad_leaves = leaf_gradients(name, model, grads, self._paths, self._shapes, self._dtypes)
-        leaves, _ = tree_flatten(model, differentiable=True)
-        params = [_as_jax(jax, leaf) for leaf in leaves]
         gradients = [_as_jax(jax, g) for g in grad_leaves]
+        params = [_as_jax(jax, leaf) for leaf in tree_flatten(model, differentiable=True)[0]]
         if self.optax_state is None:
             self.optax_state = self.transformation.init(params)
         if self._jitted is None:
             self._jitted = jax.jit(_step_function(self.transformation, _optax()))
         new_params, new_state = self._jitted(gradients, self.optax_state, params)
-        new_leaves = [_back(jax, new, old) for new, old in zip(new_params, leaves, strict=True)]
+        del params  # (the tensors themselves were never kept: copy-on-write counts them)
+
+        def new_leaf(i, leaf, in_place):
+            return _back(new_params[i], leaf, in_place)
 
         def commit():
             self.optax_state = new_state
             self.step += 1
 
         return cow.update(cow.UpdateRequest(
-            value=model, count=count, baseline=None, consume=False,
-            new_leaf=lambda i, leaf, in_place: new_leaves[i], what=f"{name}.update",
-            caller=sys._getframe(1), entry=callsite.UPDATE, commit=commit))
+            value=model, count=count, baseline=application.ROOT_BASELINE, consume=consume,
+            new_leaf=new_leaf, what=f"{name}.update", caller=sys._getframe(1),
+            entry=callsite.UPDATE, commit=commit))
 
     def state_dict(self) -> dict:
         """The step and the optax state's arrays (host NumPy), in optax's leaf order.
@@ -180,9 +188,14 @@ def _as_jax(jax, leaf):
     return jax.numpy.asarray(leaf)  # a float leaf, or a float's 0-d gradient
 
 
-def _back(jax, array, old):
-    if isinstance(old, Tensor):
-        from ..differentiable.jax_pytrees import tensor_from_jax
+def _back(array, old, in_place):
+    """Parameter ``old``'s new value ``array``: written into its buffer when ``in_place``."""
+    if not isinstance(old, Tensor):
+        return float(array)
+    backend = old._backend
+    if in_place and backend.supports_inplace:
+        backend.xp.copyto(old._data, backend.xp.asarray(np.asarray(array), dtype=old._data.dtype))
+        return old
+    from ..differentiable.jax_pytrees import tensor_from_jax
 
-        return tensor_from_jax(array.astype(old.dtype.numpy), old._backend)
-    return float(array)
+    return tensor_from_jax(array.astype(old.dtype.numpy), backend)

@@ -241,3 +241,14 @@ def test_s4tf_ops_keep_a_symbolic_batch_axis_for_jax_export():
     five = s4tf.random.normal([5, 28, 28, 1], seed=13)
     (y,) = exported.call(*in_tree.flatten((lenet, five)))
     _close(y, lenet(five))
+
+
+def test_from_jax_checks_shapes_and_takes_like_dtypes(dense):
+    arrays = s4tf.to_jax(dense)
+    wide = s4tf.from_jax(jax.tree_util.tree_map(lambda a: a.astype(jnp.float64), arrays),
+                         like=dense)
+    assert wide.weight.dtype == s4tf.float32
+    with pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 2\)"):
+        s4tf.from_jax(jax.tree_util.tree_map(lambda a: a.T, arrays), like=dense)
+    with pytest.raises(ValueError, match="has 1 leaves but like= has 2"):
+        s4tf.from_jax([jnp.zeros(2)], like=dense)

@@ -94,3 +94,28 @@ def test_a_training_state_with_an_optax_optimizer_round_trips(tmp_path):
     a = opt.update(model, grads, consume=False)
     b = restored.update(state.model, grads, consume=False)
     np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
+
+
+class Line(s4tf.Differentiable):
+    w: s4tf.Tensor
+
+
+def test_optax_updates_in_place_and_consumes_a_model_nobody_else_holds():
+    model = Line(s4tf.Tensor([1.0, 2.0]))
+    opt = s4tf.optimizers.Optax(model, optax.sgd(0.5))
+    pointer = model.w._data.__array_interface__["data"][0]
+    model = opt.update(model, Line.TangentVector(w=s4tf.Tensor([1.0, 1.0])))
+    assert model.w.tolist() == [0.5, 1.5]
+    assert model.w._data.__array_interface__["data"][0] == pointer  # written in place
+    new = opt.update(model, Line.TangentVector(w=s4tf.Tensor([1.0, 1.0])))
+    assert new.w.tolist() == [0.0, 1.0]
+    with pytest.raises(s4tf.ConsumedValueError):
+        model.w  # noqa: B018  (the use is the test)
+
+
+def test_optax_copies_what_someone_else_can_see():
+    model = Line(s4tf.Tensor([1.0, 2.0]))
+    kept = model.w
+    opt = s4tf.optimizers.Optax(model, optax.sgd(0.5))
+    model = opt.update(model, Line.TangentVector(w=s4tf.Tensor([1.0, 1.0])))
+    assert model.w.tolist() == [0.5, 1.5] and kept.tolist() == [1.0, 2.0]
