@@ -18,6 +18,7 @@ from . import (
     checkpoint,
     datasets,
     distributed,
+    exporting,
     initializers,
     interop,
     layers,
@@ -70,6 +71,7 @@ from .differentiable import Differentiable, State, moved, no_derivative, replace
 from .dtypes import DType, bfloat16, float16, float32, float64, int32, int64
 from .dtypes import bool_ as bool  # noqa: A001  (s4tf.bool, as in the contract)
 from .freezing import freeze, frozen_paths, unfreeze
+from .exporting import export
 from .interop import from_dlpack, from_jax, to_jax
 from .layers import Layer
 from .learning_phase import (
@@ -174,8 +176,8 @@ __version__ = "0.1.0"
 # The public names are those imported above: __all__ is read from them, so no list
 # repeats them. Importing from a submodule also binds that submodule here
 # (s4tf.ops, s4tf.tensor, ...); of the modules, only these are public.
-_PUBLIC_MODULES = (callbacks, checkpoint, datasets, distributed, initializers, interop, layers,
-                   models, nn, optimizers, random, xla)
+_PUBLIC_MODULES = (callbacks, checkpoint, datasets, distributed, exporting, initializers, interop,
+                   layers, models, nn, optimizers, random, xla)
 __all__ = sorted(
     name for name, value in globals().items()
     if not name.startswith("_")

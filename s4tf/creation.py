@@ -57,6 +57,12 @@ def _like(t, value, dtype):
     if not isinstance(t, Tensor):
         return 0.0 * value if isinstance(t, float | int) else full(np.shape(t), value, dtype)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else t.dtype
+    if not all(isinstance(n, (int, np.integer)) for n in t.shape):
+        # A symbolic size (the batch axis of s4tf.export, on the jax backend) fits no host
+        # array: the backend broadcasts the scalar, as jnp.full does.
+        backend = t._backend
+        data = backend.kernels.broadcast_to(backend.scalar(value, dtype), shape=t.shape)
+        return Tensor._wrap(data, backend)
     return from_numpy(np.full(t.shape, value, dtype=dtype.numpy), dtype, like=t)
 
 

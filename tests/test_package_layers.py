@@ -31,7 +31,7 @@ LAYERS = [
     ("values", {"autodiff", "differentiable", "learning_phase", "activations", "nn",
                 "initializers"}),
     ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing", "freezing", "interop"}),
-    ("applications", {"models", "summary", "training_loop", "capture", "tying"}),
+    ("applications", {"models", "summary", "training_loop", "capture", "tying", "exporting"}),
     ("public addresses", {"callbacks"}),
     ("face", {"__init__"}),
 ]

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import builtins
 
-from .broadcasting import kept_shape, reduce_sum, reduction_batch, unreduce
+import numpy as np
+
+from ..tensor import from_numpy
+from .broadcasting import broadcast_to_, kept_shape, reduce_sum, reduction_batch, unreduce
 from .elementwise import cast, equal, mul
 from .primitive import GenericRule, primitive
 from .shapes import reshape, shape_of
@@ -141,7 +144,14 @@ def mean(x, axis=None, keepdims=False):
     count = 1
     for a in axes:
         count *= shape[a]
-    return reduce_sum(x, axis=axes, keepdims=bool(keepdims)) / float(count)
+    total = reduce_sum(x, axis=axes, keepdims=bool(keepdims))
+    if not isinstance(count, (int, np.integer)):
+        # A symbolic size (the batch axis of s4tf.export) has no number yet: count the
+        # elements as the exported program will, by summing ones of x's shape.
+        one = from_numpy(np.ones((), total.dtype.numpy), like=total)
+        count = reduce_sum(broadcast_to_(one, shape=shape), axis=axes, keepdims=bool(keepdims))
+        return total / count
+    return total / float(count)
 
 
 def variance(x, axis=None, keepdims=False):

@@ -54,6 +54,13 @@ class JaxKernels(JaxNormKernels, JaxNNKernels, ArrayKernels):
         index = _outside_to_end(indices, target.shape[0])
         return jnp.moveaxis(target.at[index].add(source, mode="drop"), 0, axis)
 
+    def reshape(self, x, *, shape):
+        # The op jnp.reshape binds, called directly: jax2onnx (s4tf.export's ONNX) lowers
+        # it for a symbolic size (batch * length), which its jnp.reshape rule refuses.
+        # Some rules pass -1 (an axis to infer), which only jnp.reshape resolves.
+        shape = tuple(shape)
+        return jnp.reshape(x, shape) if -1 in shape else lax.reshape(x, shape)
+
     def matmul(self, x, y):
         # Full float32: no silent TF32/bf16 passes on accelerators.
         return jnp.matmul(x, y, precision=_HIGHEST)
