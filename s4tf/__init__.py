@@ -70,8 +70,8 @@ from .creation import arange, eye, full, ones, ones_like, zeros, zeros_like
 from .differentiable import Differentiable, State, moved, no_derivative, replace
 from .dtypes import DType, bfloat16, float16, float32, float64, int32, int64
 from .dtypes import bool_ as bool  # noqa: A001  (s4tf.bool, as in the contract)
-from .freezing import freeze, frozen_paths, unfreeze
 from .exporting import export
+from .freezing import freeze, frozen_paths, unfreeze
 from .interop import from_dlpack, from_jax, to_jax
 from .layers import Layer
 from .learning_phase import (
