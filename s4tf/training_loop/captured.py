@@ -59,9 +59,10 @@ def capturable(loop, data, labels) -> bool:
 def captured_step(loop):
     """``step(model, data, labels) -> (model, loss, output)`` for ``loop``, under ``s4tf.xla.compile``.
 
-    The body reads the loop's optimizer and loss at each run, so a loop
-    given a new optimizer captures again (the capture holds the old one by
-    weak reference). ``loss`` and ``output`` carry no derivative.
+    The body reads the loop's optimizer and loss at each run; the step's
+    ``optimizer`` attribute says which optimizer it was made for (a loop
+    given another one makes a new step). ``loss`` and ``output`` carry no
+    derivative.
 
     Examples
     --------
@@ -85,7 +86,9 @@ def captured_step(loop):
         return loop.optimizer.update(model, gradients), loss_value, output
 
     train_step.__qualname__ = "TrainingLoop's step"
-    return capture(train_step)
+    step = capture(train_step)
+    step.optimizer = loop.optimizer
+    return step
 
 
 def captured_update(loop, batch: int, data, labels):
@@ -110,7 +113,9 @@ def captured_update(loop, batch: int, data, labels):
     >>> loop.step, output.shape
     (1, (4, 2))
     """
-    if loop._captured is None:
+    if loop._captured is None or loop._captured.optimizer is not loop.optimizer:
+        # A new optimizer gets a step of its own: a capture replays the updates of the
+        # optimizer it recorded, which may still be alive (held by the caller).
         loop._captured = captured_step(loop)
     with InterruptsDeferred():
         loop.model, loss_value, output = loop._captured(loop.model, data, labels)

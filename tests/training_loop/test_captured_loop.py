@@ -85,13 +85,27 @@ def test_the_captured_loop_replays_and_gives_the_traced_numbers(traced_and_captu
             np.testing.assert_array_equal(np.asarray(mine[name]), np.asarray(theirs[name]))
 
 
-def test_a_callback_that_replaces_the_gradient_keeps_the_step_traced():
-    class Halve(Callback):
-        def on_update_start(self, loop, gradients):
-            return s4tf.tree_map(lambda g: g * 0.5, gradients)
+class Halve(Callback):
+    def on_update_start(self, loop, gradients):
+        return s4tf.tree_map(lambda g: g * 0.5, gradients)
 
-    loop = train(capture=True, callbacks=[Halve()], epochs=1)
+
+class LossesBeforeUpdates(Callback):
+    """Reads the loss before the update: a captured step would show it after."""
+
+    def __init__(self):
+        self.steps = []
+
+    def on_loss(self, loop, batch, loss):
+        self.steps.append(loop.step)
+
+
+@pytest.mark.parametrize("callback", [Halve, LossesBeforeUpdates])
+def test_a_callback_that_needs_the_traced_order_keeps_the_step_traced(callback):
+    loop = train(capture=True, callbacks=[callback()], epochs=1)
     assert loop._captured is None and loop.step == 5
+    if callback is LossesBeforeUpdates:
+        assert loop.callbacks[-1].steps == [0, 1, 2, 3, 4]
 
 
 def test_terminate_on_nan_stops_a_captured_loop_at_the_traced_step():
@@ -111,3 +125,37 @@ def test_capture_must_be_a_bool():
     with pytest.raises(TypeError, match="capture must be True or False"):
         s4tf.TrainingLoop(training=[], optimizer=optimizers.SGD([s4tf.ones([1])]),
                           loss=s4tf.softmax_cross_entropy, capture="yes")
+
+
+def test_a_per_step_schedule_and_an_average_give_the_traced_numbers():
+    # The schedule sets the learning rate before every step (a float the replays read);
+    # the average reads the updated model after every step.
+    def callbacks():
+        return [s4tf.callbacks.LearningRateScheduler(lambda step: 0.02 / (1 + step)),
+                s4tf.callbacks.ExponentialMovingAverage(decay=0.9)]
+
+    traced = train(capture=False, callbacks=callbacks(), epochs=2)
+    captured = train(capture=True, callbacks=callbacks(), epochs=2)
+    assert captured._captured.body_runs == 3 and captured.step == 10
+    assert captured.optimizer.learning_rate == traced.optimizer.learning_rate
+    assert captured.history == traced.history
+    for mine, theirs in zip(leaves(captured.model), leaves(traced.model), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_new_optimizer_is_used_although_the_old_one_is_still_held():
+    def fitted(capture):
+        loop = train(capture=capture, epochs=1)
+        old = loop.optimizer  # still alive: a replay must not update it
+        with s4tf.backend("xla"):
+            loop.optimizer = optimizers.SGD(loop.model, learning_rate=0.05, momentum=0.5)
+            loop.fit(loop.model, epochs=2, initial_epoch=1)
+        return loop, old
+
+    (traced, traced_old), (captured, captured_old) = fitted(False), fitted(True)
+    assert captured_old.step == traced_old.step == 5
+    assert captured.optimizer.step == traced.optimizer.step == 5
+    assert captured._captured.optimizer is captured.optimizer
+    assert captured.history == traced.history
+    for mine, theirs in zip(leaves(captured.model), leaves(traced.model), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
