@@ -16,7 +16,9 @@ Everything is warmed up (compiled) first, then run in alternating rounds of one
 epoch (``--steps`` steps, ending in a read of the loss) for ``--rounds``
 rounds, so a slow spell of this shared machine hits every side alike. Each
 round gives a ratio of throughputs (``a/b``: higher is faster for ``a``); the
-JSON gives every round's ratios and their range.
+JSON gives every round's ratios and their range, and each side's main-thread
+CPU time per step (the Python it costs; for PyTorch also its kernels' share on
+that thread).
 
     python benchmarks/loop_step.py [--rounds 5] [--steps 20]
 """
@@ -99,13 +101,19 @@ def main() -> None:
     for run in runners.values():
         run()  # compiles (the capture and its checks too)
     seconds = {name: [] for name in runners}
+    cpu = dict.fromkeys(runners, 0.0)
     for _ in range(args.rounds):
         for name, run in runners.items():
-            start = time.perf_counter()
+            start, thread = time.perf_counter(), time.thread_time()
             run()
             seconds[name].append(time.perf_counter() - start)
+            cpu[name] += time.thread_time() - thread
     for name, times in seconds.items():
-        results[name] = {"ms_per_step": [round(1e3 * t / args.steps, 2) for t in times]}
+        # Main-thread CPU time: the Python a step costs (tracing, the loop's own work),
+        # which the machine's load does not inflate as much as wall time.
+        results[name] = {"ms_per_step": [round(1e3 * t / args.steps, 2) for t in times],
+                         "main_thread_cpu_ms_per_step":
+                             round(1e3 * cpu[name] / (args.rounds * args.steps), 3)}
     pairs = [("loop_captured", "jax"), ("loop_traced", "jax"), ("loop_captured", "loop_traced"),
              ("loop_captured", "torch"), ("loop_traced", "torch")]
     for a, b in pairs:
