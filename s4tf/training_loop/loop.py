@@ -112,7 +112,9 @@ class TrainingLoop:
         ``strategy``. As with :func:`s4tf.xla.compile`, the Python of the
         model's ``__call__`` and of ``loss`` then runs only on the steps that
         trace (the first three, then every 100th): pass ``False`` where it
-        has side effects that must happen on every step.
+        has side effects that must happen on every step, or branches on a
+        Python value that changes during training (a global flag; a replay
+        keeps the path it captured until the next check).
 
     Attributes
     ----------
