@@ -31,7 +31,8 @@ LAYERS = [
     ("values", {"autodiff", "differentiable", "learning_phase", "activations", "nn",
                 "initializers"}),
     ("building blocks", {"layers", "losses", "optimizers", "checkpoint", "testing", "freezing", "interop"}),
-    ("applications", {"models", "summary", "training_loop", "capture", "tying", "exporting"}),
+    ("captured steps", {"capture"}),
+    ("applications", {"models", "summary", "training_loop", "tying", "exporting"}),
     ("public addresses", {"callbacks"}),
     ("face", {"__init__"}),
 ]

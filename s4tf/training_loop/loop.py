@@ -36,6 +36,7 @@ from .batches import (
     same_size_batches,
 )
 from .callbacks import Callback, TerminateOnNaN
+from .captured import capturable, captured_update
 from .display import EpochDisplay
 from .metrics import Metric, make_metric
 
@@ -101,6 +102,19 @@ class TrainingLoop:
         a training loss is NaN or infinite (default ``True``): the loop adds a
         :class:`~s4tf.callbacks.TerminateOnNaN` in front of ``callbacks``
         unless they hold one already. ``False`` trains on whatever the loss is.
+    capture : bool
+        On the xla backend, run each training step as a captured step
+        (:func:`s4tf.xla.compile`, default ``True``): from the fourth step on
+        its compiled program replays without tracing the model in Python,
+        with the same numbers. Steps are traced as usual with ``False``, and
+        where capturing would change what callbacks see (one overrides
+        ``on_loss`` or ``on_update_start``), with ``accumulate > 1`` or a
+        ``strategy``. As with :func:`s4tf.xla.compile`, the Python of the
+        model's ``__call__`` and of ``loss`` then runs only on the steps that
+        trace (the first three, then every 100th): pass ``False`` where it
+        has side effects that must happen on every step, or branches on a
+        Python value that changes during training (a global flag; a replay
+        keeps the path it captured until the next check).
 
     Attributes
     ----------
@@ -141,7 +155,7 @@ class TrainingLoop:
                  loss: Callable, metrics: Sequence = ("loss", "accuracy"),
                  callbacks: Sequence[Callback] = (), progress: bool = True,
                  drop_remainder: bool | None = None, strategy=None,
-                 terminate_on_nan: bool = True):
+                 terminate_on_nan: bool = True, capture: bool = True):
         if not callable(loss):
             raise TypeError(f"loss must be a function such as s4tf.softmax_cross_entropy; "
                             f"received {loss!r}.")
@@ -167,6 +181,10 @@ class TrainingLoop:
         if terminate_on_nan and not any(isinstance(c, TerminateOnNaN) for c in callbacks):
             # First, so that no later callback saves or evaluates a non-finite model.
             self.callbacks.insert(0, TerminateOnNaN())
+        if not isinstance(capture, bool):
+            raise TypeError(f"capture must be True or False; received {capture!r}.")
+        self.capture = capture
+        self._captured = None  # the captured step, made at the first step that can use it
         self.progress = progress
         self.drop_remainder = drop_remainder
         if strategy is not None and not (hasattr(strategy, "replicate")
@@ -347,25 +365,28 @@ class TrainingLoop:
         if self.strategy is not None:
             data, labels = self.strategy.shard((data, labels))
         self._fire("on_batch_start", batch)
-        with training():
-            loss_value, output, gradients = self._gradient(self.model, data, labels)
-        self._fire("on_loss", batch, loss_value)
-        if self.accumulate > 1:
-            gradients = self._accumulated(gradients, batch_size(data, labels) or 1, last)
-        if gradients is not None:
-            for callback in self.callbacks:
-                replaced = callback.on_update_start(self, gradients)
-                if replaced is not None:
-                    gradients = replaced
-            # The model is read from and stored back into the loop's attribute in one
-            # statement, so the update may be in place. Ctrl-C waits until both the
-            # update and the step count are stored: ``loop.model`` and the optimizer
-            # then always agree (an update interrupted on its own would be applied
-            # and lost if the signal landed between its return and the store).
-            with InterruptsDeferred():
-                self.model = self.optimizer.update(self.model, gradients)
-                self.step += 1
-        del gradients
+        if capturable(self, data, labels):
+            loss_value, output = captured_update(self, batch, data, labels)
+        else:
+            with training():
+                loss_value, output, gradients = self._gradient(self.model, data, labels)
+            self._fire("on_loss", batch, loss_value)
+            if self.accumulate > 1:
+                gradients = self._accumulated(gradients, batch_size(data, labels) or 1, last)
+            if gradients is not None:
+                for callback in self.callbacks:
+                    replaced = callback.on_update_start(self, gradients)
+                    if replaced is not None:
+                        gradients = replaced
+                # The model is read from and stored back into the loop's attribute in one
+                # statement, so the update may be in place. Ctrl-C waits until both the
+                # update and the step count are stored: ``loop.model`` and the optimizer
+                # then always agree (an update interrupted on its own would be applied
+                # and lost if the signal landed between its return and the store).
+                with InterruptsDeferred():
+                    self.model = self.optimizer.update(self.model, gradients)
+                    self.step += 1
+            del gradients
         # Before the barrier, so the metric sums join this step's compiled
         # graph: every step's graph is then the same (lazy backend).
         for metric in self.metrics:

@@ -14,6 +14,8 @@ from .recording import LazyKernels
 __all__ = ["BACKEND", "XLABackend"]
 
 def _numpy_dtype(dtype) -> np.dtype:
+    if isinstance(dtype, np.dtype):
+        return dtype
     return dtype.numpy if hasattr(dtype, "numpy") else np.dtype(dtype)
 
 
@@ -63,6 +65,12 @@ class XLABackend(Backend):
         if hooks.on_array is not None:  # a captured step's recording follows host values
             hooks.on_array(value, array)
         return array
+
+    def weak_scalar(self, value, numpy_dtype) -> LazyArray:
+        # Straight to scalar with the NumPy dtype (the base class goes through an s4tf
+        # DType and back): a training step meets dozens of Python numbers. The number
+        # is converted in scalar, whose code a captured step's recording knows.
+        return self.scalar(value, numpy_dtype)
 
     def copy(self, data: LazyArray) -> LazyArray:
         # A lazy array is never written in place, so sharing it is as good as a

@@ -17,19 +17,22 @@ from . import jax_settings  # noqa: F401  (64-bit types before any JAX array exi
 
 __all__ = ["cached_count", "device_buffers"]
 
-# The buffers of the last two barriers' values: a value that changes every step
-# (a decayed learning rate) is dropped two barriers later instead of piling up.
-_current: dict = {}
-_previous: dict = {}
+# The buffers of the last few barriers' values, newest first: a value that changes
+# every step (a decayed learning rate) is dropped a few barriers later instead of
+# piling up. More than two, because a step may run two programs that each keep
+# their own values (TrainingLoop's captured step, then its metric sums): with two
+# generations each program would find only the other's and put its own again.
+GENERATIONS = 4
+_generations: list[dict] = [{} for _ in range(GENERATIONS)]
 
 
 def device_buffers(values) -> list:
     """One device buffer per host NumPy value in ``values``, shared by equal values.
 
     Values are equal when their bytes, dtype and shape are (so ``-0.0`` and
-    ``0.0`` stay apart). Call once per barrier: buffers of values the last two
-    calls did not use are let go. The buffers are uncommitted: JAX moves them
-    to the devices of a sharded step.
+    ``0.0`` stay apart). Call once per barrier: buffers of values the last
+    ``GENERATIONS`` calls did not use are let go. The buffers are uncommitted:
+    JAX moves them to the devices of a sharded step.
 
     Examples
     --------
@@ -39,16 +42,19 @@ def device_buffers(values) -> list:
     >>> a is b, a is c, float(c)
     (True, False, -0.5)
     """
-    global _current, _previous
-    _previous, _current = _current, {}
-    current, previous = _current, _previous
+    current: dict = {}
+    older = _generations[:-1]
+    _generations[:] = [current, *older]
     found = []
     for value in values:
         key = (value.tobytes(), value.dtype, value.shape)
         buffer = current.get(key)
         if buffer is None:
-            buffer = previous.get(key)
-            if buffer is None:
+            for generation in older:
+                buffer = generation.get(key)
+                if buffer is not None:
+                    break
+            else:
                 buffer = jax.device_put(value)
             current[key] = buffer
         found.append(buffer)
@@ -56,5 +62,5 @@ def device_buffers(values) -> list:
 
 
 def cached_count() -> int:
-    """How many value buffers are kept (tests: bounded by two barriers' values)."""
-    return len(_current) + len(_previous)
+    """How many value buffers are kept (tests: bounded by a few barriers' values)."""
+    return sum(len(generation) for generation in _generations)
