@@ -23,7 +23,7 @@ PACKAGE = Path(s4tf.__file__).parent
 
 # Bottom first. A unit is a top-level module or subpackage of s4tf.
 LAYERS = [
-    ("foundation", {"dtypes", "_sizes", "user_frames", "hooks", "liveness"}),
+    ("foundation", {"dtypes", "_sizes", "user_frames", "hooks", "liveness", "precision"}),
     ("arrays and errors", {"backends", "non_differentiable"}),
     ("tensor", {"tensor"}),
     ("structure", {"tree", "creation", "datasets"}),

@@ -74,7 +74,7 @@ class NumPyKernels(ArrayKernels):
     def relu_grad(self, g, x):
         # ReLU's pullback: g and x have one shape, so small ones skip where's broadcasting.
         if g.shape == x.shape and g.size < SELECT_MIN_SIZE:
-            return np.where(x > 0, g, 0.0)
+            return np.where(x > 0, g, np.zeros((), g.dtype))  # bfloat16 + 0.0 is float64
         return super().relu_grad(g, x)
 
     def where(self, condition, x, y):
