@@ -18,6 +18,8 @@ no loss scaling.
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import dtypes as _dtypes
 
 __all__ = ["Policy", "get_policy", "policy", "set_policy"]
@@ -144,3 +146,29 @@ class policy:
 
     def __exit__(self, *exc) -> None:
         set_policy(self._previous.pop())
+
+
+# The smallest positive normal number of each floating dtype.
+_SMALLEST_NORMAL = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126,
+                    "float64": 2.0**-1022}
+
+
+def representable_epsilon(epsilon: float, dtype) -> float:
+    """``epsilon`` raised to ``dtype``'s smallest normal number when it is smaller (0 stays 0).
+
+    An optimizer's epsilon guards a division (``m / (sqrt(v) + epsilon)``);
+    Adam's default ``1e-8`` rounds to 0 in float16, where small gradients'
+    squares also underflow, so the division would give inf. float16's smallest
+    normal, about ``6.1e-5``, keeps the step bounded; in float32, bfloat16 and
+    float64 every usual epsilon is already representable and unchanged.
+    Shared within s4tf (the optimizers' rules), not part of the public API.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> representable_epsilon(1e-8, np.float16), representable_epsilon(1e-8, np.float32)
+    (6.103515625e-05, 1e-08)
+    """
+    if epsilon <= 0:
+        return epsilon
+    return max(epsilon, _SMALLEST_NORMAL.get(np.dtype(dtype).name, 0.0))

@@ -13,6 +13,7 @@ from .adam import Adam, AdamW, AMSGrad
 from .adamax import AdaMax
 from .clipping import clip_by_global_norm, global_norm
 from .copied_update import CopiedUpdateWarning
+from .loss_scale import LossScale
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSProp
@@ -20,6 +21,6 @@ from .sgd import SGD
 
 __all__ = [
     "AMSGrad", "AdaDelta", "AdaGrad", "AdaMax", "Adam", "AdamW", "CopiedUpdateWarning",
-    "Optimizer", "RAdam",
+    "LossScale", "Optimizer", "RAdam",
     "RMSProp", "SGD", "clip_by_global_norm", "global_norm", "schedules",
 ]
