@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import BACKENDS  # tests/conftest.py: the backends this machine runs
 from test_op_suite import CASES  # the representative op suite
 
 import s4tf
@@ -137,3 +136,14 @@ def _leaves(value):
     return [(i, t) for i, t in enumerate(leaves) if isinstance(t, s4tf.Tensor)]
 
 
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_statistics_of_many_values_do_not_overflow(backend, dtype):
+    """2**17 ones sum past float16's largest number (65,504): sums accumulate in float32."""
+    x = s4tf.ones([2**17, 2]).astype(dtype)
+    y, mean, variance = s4tf.nn.batch_norm(x, s4tf.ones([2]).astype(dtype),
+                                           s4tf.zeros([2]).astype(dtype), epsilon=1e-3)
+    assert mean.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(mean.numpy(), np.float32), [1.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(variance.numpy(), np.float32), [0.0, 0.0])
