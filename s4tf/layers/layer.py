@@ -81,18 +81,30 @@ def _in_low_precision(layer, low):
     return copy
 
 
+def _lowered(out, dtype):
+    """``out`` (a tensor, or a tuple or list of them) with float32 tensors cast to ``dtype``."""
+    if isinstance(out, tuple | list):
+        return type(out)(_lowered(o, dtype) for o in out)
+    if isinstance(out, Tensor) and out.dtype == "float32":
+        return cast(out, dtype=dtype)
+    return out
+
+
 def _wrap_call(call):
     @functools.wraps(call)
     def __call__(self, *args, **kwargs):
         # Layers compute in their own dtype, as in Keras: a float64 input to a float32
         # layer gives float32, a bfloat16 layer stays bfloat16. One place for every layer.
         dtype = compute_dtype(self)
-        computing = self
+        computing, back_to = self, None
         if dtype is not None:
             low = precision.low_compute_dtype
             if low is not None and dtype == precision.get_policy().variable_dtype:
-                # A mixed precision policy: float32 master weights, low-precision compute.
-                computing, dtype = _in_low_precision(self, low), low
+                if getattr(self, "_float32_under_mixed_precision", False):
+                    back_to = low  # normalization: float32 statistics, a low-precision output
+                else:
+                    # A mixed precision policy: float32 master weights, low-precision compute.
+                    computing, dtype = _in_low_precision(self, low), low
             for a in args:
                 # Tested inline: usually every argument has the layer's dtype already
                 # (DTypes are shared objects), and nothing is cast.
@@ -101,14 +113,16 @@ def _wrap_call(call):
                     break
         around = hooks.around_layer_call
         if around is None:
-            return call(computing, *args, **kwargs)
-        if computing is not self:
+            out = call(computing, *args, **kwargs)
+        elif computing is not self:
             # The listener (s4tf.summary) names layers by identity: it sees the layer itself.
             def run(_layer, *a, **k):
                 return call(computing, *a, **k)
 
-            return around(self, run, args, kwargs)
-        return around(self, call, args, kwargs)  # s4tf.summary lists the layers called
+            out = around(self, run, args, kwargs)
+        else:
+            out = around(self, call, args, kwargs)  # s4tf.summary lists the layers called
+        return out if back_to is None else _lowered(out, back_to)
 
     __call__._s4tf_wrapped = True
     return __call__
@@ -129,6 +143,9 @@ class Layer(Differentiable):
     precision policy (:mod:`s4tf.precision`) a layer with float32 parameters
     computes in the policy's low dtype instead: its float32 tensor fields and
     its floating inputs are cast to it, and gradients come back float32.
+    Normalization layers (class attribute ``_float32_under_mixed_precision``)
+    compute in float32 instead, their statistics needing its precision, and
+    return the low dtype.
 
     Examples
     --------
