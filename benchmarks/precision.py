@@ -13,7 +13,7 @@ Two measurements, printed as one JSON object:
   validation accuracies and their difference in points.
 
 Usage: ``python benchmarks/precision.py [--part step_time|accuracy|both]
-[--backends naive,xla] [--rounds 3] [--epochs 8] [--training-size 8000]``.
+[--backends naive,xla] [--rounds 3] [--epochs 8] [--training-size 4000] [--seed 0]``.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from s4tf import datasets, models, optimizers  # noqa: E402
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-def _resnet(classes: int):
-    s4tf.random.seed(0)
+def _resnet(classes: int, seed: int = 0):
+    s4tf.random.seed(seed)
     return models.ResNet(depth=20, classes=classes, stem="cifar")
 
 
@@ -84,13 +84,14 @@ def step_time(backend: str, rounds: int, steps: int, batch: int) -> dict:
         }
 
 
-def accuracy(epochs: int, training_size: int) -> dict:
+def accuracy(epochs: int, training_size: int, seed: int = 0) -> dict:
     """Validation accuracy of ResNet-20 on Shapes under float32 and mixed_bfloat16 (xla)."""
     out = {}
     for name in ("float32", "mixed_bfloat16"):
-        data = datasets.Shapes(batch_size=64, seed=0, prefetch=False, training_size=training_size)
+        data = datasets.Shapes(batch_size=64, seed=seed, prefetch=False,
+                               training_size=training_size)
         with s4tf.backend("xla"), s4tf.precision.policy(name):
-            model = _resnet(data.num_classes)
+            model = _resnet(data.num_classes, seed)
             loop = s4tf.TrainingLoop(training=data.training, validation=data.validation,
                                      optimizer=optimizers.Adam(model, learning_rate=2e-3),
                                      loss=s4tf.softmax_cross_entropy, progress=False,
@@ -113,7 +114,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--training-size", type=int, default=8000)
+    parser.add_argument("--training-size", type=int, default=4000,
+                        help="Shapes training images (examples/resnet_cifar.py's default)")
+    parser.add_argument("--seed", type=int, default=0, help="initial weights, data and order")
     arguments = parser.parse_args(argv)
     report: dict = {}
     if arguments.part in ("step_time", "both"):
@@ -122,8 +125,9 @@ def main(argv=None) -> dict:
             for backend in arguments.backends.split(",")}
     if arguments.part in ("accuracy", "both"):
         report["accuracy"] = {"epochs": arguments.epochs,
-                              "training_size": arguments.training_size,
-                              **accuracy(arguments.epochs, arguments.training_size)}
+                              "training_size": arguments.training_size, "seed": arguments.seed,
+                              **accuracy(arguments.epochs, arguments.training_size,
+                                         arguments.seed)}
     print(json.dumps(report))
     return report
 
