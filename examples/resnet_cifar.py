@@ -5,6 +5,7 @@
     python examples/resnet_cifar.py --depth 56 --backend xla
     python examples/resnet_cifar.py --smoke              # a tiny run, for tests
     python examples/resnet_cifar.py --augment            # random crops (padding 4) and flips
+    python examples/resnet_cifar.py --precision mixed_bfloat16   # bfloat16 compute
 
 The offline default is :class:`s4tf.datasets.Shapes`: 32x32 colour pictures
 of eight kinds of shape drawn with pillow, deterministic by seed, so the run
@@ -19,6 +20,13 @@ of the image padded by 4 pixels and a random left-right flip
 prefetch thread; validation images are left as they are). It matters most
 when training images are few: ``benchmarks/augmentation.py`` measures it on
 1,000 Shapes images.
+
+``--precision mixed_bfloat16`` (or ``mixed_float16``) trains under that
+precision policy (:mod:`s4tf.precision`): layers compute in the low dtype
+while the parameters, the gradients and Adam's moments stay float32;
+``mixed_float16`` also scales the loss dynamically
+(``TrainingLoop(loss_scale="dynamic")``), as float16's small range needs.
+``benchmarks/precision.py`` compares the policies' step times and accuracy.
 
 The default backend is xla when JAX is installed: a ResNet-20 step at batch 64
 runs ~6x faster there than on the naive NumPy backend on a CPU
@@ -66,6 +74,9 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.add_argument("--augment", action="store_true",
                         help="random crops (padding 4) and left-right flips of training images")
+    parser.add_argument("--precision", default="float32",
+                        choices=("float32", "mixed_bfloat16", "mixed_float16"),
+                        help="the precision policy layers compute under (default float32)")
     arguments = parser.parse_args(argv)
     epochs = arguments.epochs
     for name, value in _SETTINGS[arguments.data].items():
@@ -104,7 +115,7 @@ def main(argv=None) -> float:
     data = load_data(arguments)
     model = models.ResNet(depth=arguments.depth, classes=data.num_classes, stem="cifar")
     print(f"{data}\nResNet-{arguments.depth} with {s4tf.parameter_count(model):,} parameters "
-          f"on the {s4tf.get_backend()} backend")
+          f"on the {s4tf.get_backend()} backend, precision {arguments.precision}")
 
     loop = s4tf.TrainingLoop(
         training=data.training,
@@ -113,9 +124,11 @@ def main(argv=None) -> float:
         loss=s4tf.softmax_cross_entropy,
         metrics=("loss", "accuracy"),
         progress=not arguments.no_progress,
+        loss_scale="dynamic" if arguments.precision == "mixed_float16" else None,
     )
     start = time.perf_counter()
-    model = loop.fit(model, epochs=arguments.epochs)
+    with s4tf.precision.policy(arguments.precision):
+        model = loop.fit(model, epochs=arguments.epochs)
     seconds = time.perf_counter() - start
     accuracy = loop.history[-1]["val_accuracy"]
     print(f"Final validation accuracy: {accuracy:.2%} "

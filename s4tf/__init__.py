@@ -25,6 +25,7 @@ from . import (
     models,
     nn,
     optimizers,
+    precision,
     random,
 )
 from .activations import (
@@ -177,7 +178,7 @@ __version__ = "0.1.0"
 # repeats them. Importing from a submodule also binds that submodule here
 # (s4tf.ops, s4tf.tensor, ...); of the modules, only these are public.
 _PUBLIC_MODULES = (callbacks, checkpoint, datasets, distributed, exporting, initializers, interop,
-                   layers, models, nn, optimizers, random, xla)
+                   layers, models, nn, optimizers, precision, random, xla)
 __all__ = sorted(
     name for name, value in globals().items()
     if not name.startswith("_")

@@ -24,6 +24,7 @@ from .ops import (
     sum,
     where,
 )
+from .ops.elementwise import cast
 from .ops.indexing import encode_one_hot
 from .ops.shapes import shape_of
 from .tensor import Tensor
@@ -37,6 +38,14 @@ __all__ = [
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
+
+
+def _in_float32(logits):
+    """float16 and bfloat16 logits cast to float32 (differentiably), as Keras's losses do:
+    under a mixed precision policy (s4tf.precision) the loss and its log-softmax stay accurate."""
+    if isinstance(logits, Tensor) and logits.dtype in ("float16", "bfloat16"):
+        return cast(logits, dtype="float32")
+    return logits
 
 
 def _reduce(loss, reduction: str, name: str):
@@ -289,6 +298,7 @@ def sigmoid_cross_entropy(*, logits, labels, reduction: str = "mean"):
     0.6931
     """
     _check_shapes("sigmoid_cross_entropy", "logits", "labels", logits, labels)
+    logits = _in_float32(logits)
     return _reduce(softplus(logits) - logits * labels, reduction, "sigmoid_cross_entropy")
 
 
@@ -308,7 +318,8 @@ def softmax_cross_entropy(*, logits, labels, reduction: str = "mean"):
     Notes
     -----
     Uses ``log_softmax`` (shifted by the row maximum), so logits around 1e4
-    give exact, finite losses and gradients.
+    give exact, finite losses and gradients. float16 and bfloat16 logits (a
+    mixed precision policy's) are cast to float32 first: the loss is float32.
 
     An int label outside ``[0, classes)`` (-1 included) is an error, never a
     sample that silently counts zero: eager backends raise an ``IndexError``
@@ -328,7 +339,7 @@ def softmax_cross_entropy(*, logits, labels, reduction: str = "mean"):
     logits_shape = shape_of(logits)
     if not isinstance(labels, Tensor):
         labels = Tensor(labels)
-    log_probabilities = log_softmax(logits, axis=-1)
+    log_probabilities = log_softmax(_in_float32(logits), axis=-1)
     if labels.dtype.is_integer:
         if labels.shape != logits_shape[:-1]:
             raise ValueError(

@@ -24,7 +24,7 @@ PACKAGE = Path(s4tf.__file__).parent
 # Bottom first. A unit is a top-level module or subpackage of s4tf.
 LAYERS = [
     ("foundation", {"dtypes", "_sizes", "user_frames", "hooks", "liveness"}),
-    ("arrays and errors", {"backends", "non_differentiable"}),
+    ("arrays and errors", {"backends", "non_differentiable", "precision"}),
     ("tensor", {"tensor"}),
     ("structure", {"tree", "creation", "datasets"}),
     ("ops", {"ops", "random", "cow", "transfer", "distributed"}),

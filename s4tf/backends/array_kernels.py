@@ -147,11 +147,13 @@ class ArrayKernels(NNKernels):
         # where(x > 0, x, 0.0), as the composite it replaces: NaN and -0.0 give +0.0,
         # ints and bools give float32.
         x = _inexact(x)
-        return self.where(x > 0, x, 0.0)
+        # A zero of x's dtype: NumPy promotes bfloat16 (ml_dtypes) with a Python float
+        # to float64.
+        return self.where(x > 0, x, self.xp.zeros((), x.dtype))
 
     def relu_grad(self, g, x):
         # ReLU's pullback: g where x > 0, else +0.0 (the derivative at 0 is 0, as in S4TF).
-        return self.where(x > 0, g, 0.0)
+        return self.where(x > 0, g, self.xp.zeros((), g.dtype))
 
     # Reductions.
     def reduce_sum(self, x, *, axis, keepdims):

@@ -58,8 +58,25 @@ class NormKernels:
         return out
 
     def _column_sums(self, matrix):
-        """``(C,)`` sums of the columns of a ``(rows, C)`` matrix."""
+        """``(C,)`` sums of the columns of a ``(rows, C)`` matrix.
+
+        float16 and bfloat16 columns are summed in float32: in their own dtype a
+        running sum stops growing (float16: 2048 + 1 is 2048) or overflows.
+        """
+        if matrix.dtype.itemsize < 4:
+            return self.xp.sum(matrix, axis=0, dtype="float32").astype(matrix.dtype)
         return self.reduce_sum(matrix, axis=(0,), keepdims=False)
+
+    def _column_means(self, matrix, inverse):
+        """``(C,)`` means of the columns (``inverse``: one over the rows, typed like ``matrix``).
+
+        float16 and bfloat16 sums are divided while still float32, so a mean of
+        many values stays finite though their sum would not be.
+        """
+        if matrix.dtype.itemsize < 4:
+            total = self.xp.sum(matrix, axis=0, dtype="float32")
+            return (total * inverse.astype("float32")).astype(matrix.dtype)
+        return self._column_sums(matrix) * inverse
 
     def _scalar(self, value, like):
         """``value`` typed like ``like`` (a Python float would lift bfloat16 to float32)."""
@@ -94,10 +111,10 @@ class NormKernels:
         """
         matrix = self._features_last(x, axis)
         inverse = self._inverse_count(matrix)
-        mean = self._column_sums(matrix) * inverse
+        mean = self._column_means(matrix, inverse)
         centered, _ = self._centered(matrix, mean)
         self.xp.multiply(centered, centered, out=centered)
-        variance = self._column_sums(centered.reshape(matrix.shape)) * inverse
+        variance = self._column_means(centered.reshape(matrix.shape), inverse)
         return self.xp.stack([mean, variance])
 
     def batch_norm(self, x, scale, offset, moments, *, axis, epsilon):
@@ -121,8 +138,8 @@ class NormKernels:
         centered, tiles = self._centered(matrix, moments[0])
         grads = grads.reshape(centered.shape)
         dx = xp.multiply(grads, centered)
-        grad_mean = self._column_sums(grads.reshape(matrix.shape)) * inverse
-        projection = self._column_sums(dx.reshape(matrix.shape)) * inverse  # mean(g * (x - mean))
+        grad_mean = self._column_means(grads.reshape(matrix.shape), inverse)
+        projection = self._column_means(dx.reshape(matrix.shape), inverse)  # mean(g * (x - mean))
         factor = scale * r
         xp.multiply(grads, self._tile(factor, tiles), out=dx)
         xp.multiply(centered, self._tile(factor * r * r * projection, tiles), out=centered)

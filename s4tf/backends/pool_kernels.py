@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import as_dtype
 from .im2col import chunks
 from .windows import (
     conv_output_shape,
@@ -50,7 +51,7 @@ class PoolKernels:
         return out_spatial, [box for box in boxes if box is not None]
 
     def _lowest(self, dtype):
-        if np.dtype(dtype).kind == "f":
+        if as_dtype(dtype).is_floating:  # bfloat16 (ml_dtypes) has NumPy kind "V", not "f"
             return -np.inf
         return self.xp.iinfo(dtype).min
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import typing
 
-from .. import hooks
+from .. import hooks, precision
 from ..autodiff.remat import remat_call
 from ..differentiable import Differentiable, no_derivative
 from ..ops.elementwise import cast
@@ -64,13 +64,47 @@ def _in_dtype(args, dtype):
     return tuple(cast(a, dtype=dtype) if _needs_cast(a, dtype) else a for a in args)
 
 
+def _in_low_precision(layer, low):
+    """A copy of ``layer`` whose tensor fields of the policy's variable dtype are cast to ``low``.
+
+    The casts are differentiable: the parameters' cotangents come back in their
+    own dtype (float32 master weights). Sub-layers are left alone; their own
+    calls cast them.
+    """
+    variable = precision.get_policy().variable_dtype
+    state = dict(layer.__dict__)
+    for name, value in state.items():
+        if isinstance(value, Tensor) and value.dtype == variable:
+            state[name] = cast(value, dtype=low)
+    copy = object.__new__(type(layer))
+    copy.__dict__.update(state)
+    return copy
+
+
+def _lowered(out, dtype):
+    """``out`` (a tensor, or a tuple or list of them) with float32 tensors cast to ``dtype``."""
+    if isinstance(out, tuple | list):
+        return type(out)(_lowered(o, dtype) for o in out)
+    if isinstance(out, Tensor) and out.dtype == "float32":
+        return cast(out, dtype=dtype)
+    return out
+
+
 def _wrap_call(call):
     @functools.wraps(call)
     def __call__(self, *args, **kwargs):
         # Layers compute in their own dtype, as in Keras: a float64 input to a float32
         # layer gives float32, a bfloat16 layer stays bfloat16. One place for every layer.
         dtype = compute_dtype(self)
+        computing, back_to = self, None
         if dtype is not None:
+            low = precision.low_compute_dtype
+            if low is not None and dtype == precision.get_policy().variable_dtype:
+                if getattr(self, "_float32_under_mixed_precision", False):
+                    back_to = low  # normalization: float32 statistics, a low-precision output
+                else:
+                    # A mixed precision policy: float32 master weights, low-precision compute.
+                    computing, dtype = _in_low_precision(self, low), low
             for a in args:
                 # Tested inline: usually every argument has the layer's dtype already
                 # (DTypes are shared objects), and nothing is cast.
@@ -79,8 +113,16 @@ def _wrap_call(call):
                     break
         around = hooks.around_layer_call
         if around is None:
-            return call(self, *args, **kwargs)
-        return around(self, call, args, kwargs)  # s4tf.summary lists the layers called
+            out = call(computing, *args, **kwargs)
+        elif computing is not self:
+            # The listener (s4tf.summary) names layers by identity: it sees the layer itself.
+            def run(_layer, *a, **k):
+                return call(computing, *a, **k)
+
+            out = around(self, run, args, kwargs)
+        else:
+            out = around(self, call, args, kwargs)  # s4tf.summary lists the layers called
+        return out if back_to is None else _lowered(out, back_to)
 
     __call__._s4tf_wrapped = True
     return __call__
@@ -97,7 +139,13 @@ class Layer(Differentiable):
     A layer computes in its own dtype (that of its first floating tensor
     field): floating tensor arguments of ``__call__`` are cast to it first, so
     a float64 input to a float32 layer gives float32 (as in Keras), and the
-    input's gradient comes back in the input's dtype.
+    input's gradient comes back in the input's dtype. Under a mixed
+    precision policy (:mod:`s4tf.precision`) a layer with float32 parameters
+    computes in the policy's low dtype instead: its float32 tensor fields and
+    its floating inputs are cast to it, and gradients come back float32.
+    Normalization layers (class attribute ``_float32_under_mixed_precision``)
+    compute in float32 instead, their statistics needing its precision, and
+    return the low dtype.
 
     Examples
     --------

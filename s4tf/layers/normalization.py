@@ -85,6 +85,9 @@ class BatchNorm(Layer):
     axis: int = no_derivative()
     momentum: float = no_derivative()
     epsilon: float = no_derivative()
+    # Statistics need float32: under a mixed precision policy this layer computes in
+    # float32 on the low-precision input (as Keras's normalization layers do).
+    _float32_under_mixed_precision = True
 
     def __init__(self, feature_count: int, axis: int = -1, momentum: float = 0.99,
                  epsilon: float = 0.001, dtype=_dtypes.float32):
@@ -150,6 +153,9 @@ class LayerNorm(Layer):
     scale: Tensor
     axis: int = no_derivative()
     epsilon: float = no_derivative()
+    # Statistics need float32: under a mixed precision policy this layer computes in
+    # float32 on the low-precision input (as Keras's normalization layers do).
+    _float32_under_mixed_precision = True
 
     def __init__(self, feature_count: int, axis: int = -1, epsilon: float = 0.001,
                  dtype=_dtypes.float32):
@@ -218,6 +224,9 @@ class GroupNorm(Layer):
     group_count: int = no_derivative()
     axis: int = no_derivative()
     epsilon: float = no_derivative()
+    # Statistics need float32: under a mixed precision policy this layer computes in
+    # float32 on the low-precision input (as Keras's normalization layers do).
+    _float32_under_mixed_precision = True
 
     def __init__(self, feature_count: int, group_count: int, axis: int = -1,
                  epsilon: float = 0.001, dtype=_dtypes.float32):
@@ -265,6 +274,9 @@ class InstanceNorm(Layer):
     scale: Tensor
     axis: int = no_derivative()
     epsilon: float = no_derivative()
+    # Statistics need float32: under a mixed precision policy this layer computes in
+    # float32 on the low-precision input (as Keras's normalization layers do).
+    _float32_under_mixed_precision = True
 
     def __init__(self, feature_count: int, axis: int = -1, epsilon: float = 0.001,
                  dtype=_dtypes.float32):

@@ -13,6 +13,7 @@ from .adam import Adam, AdamW, AMSGrad
 from .adamax import AdaMax
 from .clipping import clip_by_global_norm, global_norm
 from .copied_update import CopiedUpdateWarning
+from .loss_scale import LossScale
 from .optax_adapter import Optax
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -21,6 +22,6 @@ from .sgd import SGD
 
 __all__ = [
     "AMSGrad", "AdaDelta", "AdaGrad", "AdaMax", "Adam", "AdamW", "CopiedUpdateWarning",
-    "Optax", "Optimizer", "RAdam",
+    "LossScale", "Optax", "Optimizer", "RAdam",
     "RMSProp", "SGD", "clip_by_global_norm", "global_norm", "schedules",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..precision import representable_epsilon
 from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
@@ -45,7 +46,7 @@ class AdaDelta(Optimizer):
 
     @elementwise
     def update_parameter(self, param, grad, state, constants) -> None:
-        rho, eps = self.rho, self.epsilon
+        rho, eps = self.rho, representable_epsilon(self.epsilon, param.dtype)
         average, delta = state["average_squared"], state["accumulated_delta"]
         step = np.multiply(grad, grad, out=np.empty_like(param))
         step *= 1 - rho

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..precision import representable_epsilon
 from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative
 from .optimizer import Optimizer
@@ -48,7 +49,7 @@ class AdaGrad(Optimizer):
         tmp = np.multiply(grad, grad, out=np.empty_like(param))
         accumulator += tmp
         np.sqrt(accumulator, out=tmp)
-        tmp += self.epsilon
+        tmp += representable_epsilon(self.epsilon, param.dtype)
         np.divide(grad, tmp, out=tmp)
         tmp *= constants["lr"]
         param -= tmp

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..precision import representable_epsilon
 from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
@@ -68,7 +69,7 @@ class Adam(Optimizer):
         scratch = np.empty_like(param)
         _update_moments(grad, state, self.beta1, self.beta2, scratch)
         np.sqrt(self._denominator_source(state, scratch), out=scratch)
-        scratch += self.epsilon
+        scratch += representable_epsilon(self.epsilon, param.dtype)
         np.divide(state["first_moments"], scratch, out=scratch)
         scratch *= constants["step_size"]
         param -= scratch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..precision import representable_epsilon
 from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative, unit_interval
 from .optimizer import Optimizer
@@ -53,7 +54,7 @@ class AdaMax(Optimizer):
         norm *= self.beta2
         np.abs(grad, out=scratch)
         np.maximum(norm, scratch, out=norm)
-        np.add(norm, self.epsilon, out=scratch)
+        np.add(norm, representable_epsilon(self.epsilon, param.dtype), out=scratch)
         np.divide(first, scratch, out=scratch)
         scratch *= constants["step_size"]
         param -= scratch

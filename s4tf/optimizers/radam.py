@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..precision import representable_epsilon
 from .adam import Adam, _update_moments
 from .blocks import elementwise
 
@@ -48,7 +49,7 @@ class RAdam(Adam):
         _update_moments(grad, state, self.beta1, self.beta2, scratch)
         if constants["rectified"]:
             np.sqrt(state["second_moments"], out=scratch)
-            scratch += self.epsilon
+            scratch += representable_epsilon(self.epsilon, param.dtype)
             np.divide(state["first_moments"], scratch, out=scratch)
         else:
             np.copyto(scratch, state["first_moments"])

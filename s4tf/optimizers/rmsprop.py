@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..precision import representable_epsilon
 from .blocks import elementwise
 from .hyperparameters import hyperparameter, non_negative
 from .optimizer import Optimizer
@@ -49,7 +50,7 @@ class RMSProp(Optimizer):
         alpha *= self.rho
         alpha += tmp
         np.sqrt(alpha, out=tmp)
-        tmp += self.epsilon
+        tmp += representable_epsilon(self.epsilon, param.dtype)
         np.divide(grad, tmp, out=tmp)
         tmp *= constants["lr"]
         param -= tmp

@@ -22,6 +22,8 @@ from __future__ import annotations
 from ..capture import compile as capture
 from ..cow.interrupts import InterruptsDeferred
 from ..learning_phase import training
+from ..optimizers.loss_scale import LossScale
+from ..optimizers.optax_adapter import Optax
 from ..tensor import Tensor
 from ..tree import tree_leaves
 from .callback import Callback
@@ -45,6 +47,12 @@ def capturable(loop, data, labels) -> bool:
     False
     """
     if not loop.capture or loop.accumulate > 1 or loop.strategy is not None:
+        return False
+    # Optimizers a captured step cannot follow: a loss scale reads whether the
+    # gradients are finite (a value) every step, param_groups keep one set of
+    # hyperparameters per group, and optax runs its own jitted update.
+    optimizer = loop.optimizer
+    if isinstance(optimizer, LossScale | Optax) or getattr(optimizer, "param_groups", None):
         return False
     for callback in loop.callbacks:
         kind = type(callback)

@@ -24,6 +24,7 @@ from ..backends.base import barrier
 from ..cow.interrupts import InterruptsDeferred
 from ..learning_phase import inference, training
 from ..ops import concat
+from ..optimizers.loss_scale import LossScale
 from ..tensor import Tensor
 from ..tree import tree_map
 from .batches import (
@@ -155,7 +156,7 @@ class TrainingLoop:
                  loss: Callable, metrics: Sequence = ("loss", "accuracy"),
                  callbacks: Sequence[Callback] = (), progress: bool = True,
                  drop_remainder: bool | None = None, strategy=None,
-                 terminate_on_nan: bool = True, capture: bool = True):
+                 terminate_on_nan: bool = True, capture: bool = True, loss_scale=None):
         if not callable(loss):
             raise TypeError(f"loss must be a function such as s4tf.softmax_cross_entropy; "
                             f"received {loss!r}.")
@@ -168,7 +169,7 @@ class TrainingLoop:
                                 f"{callback!r}. Subclass Callback and override its on_* methods.")
         self.training = training
         self.validation = validation
-        self.optimizer = optimizer
+        self.optimizer = _with_loss_scale(optimizer, loss_scale)
         self.loss = loss
         self._call_loss = _loss_caller(loss)
         self.metrics: list[Metric] = [make_metric(m) for m in metrics]
@@ -479,12 +480,19 @@ class TrainingLoop:
     def _gradient(self, model, data, labels):
         kept = {}
 
+        scaling = self.optimizer if isinstance(self.optimizer, LossScale) else None
+
         def objective(m):
             output = m(data)
             kept["output"] = without_derivative(output)  # a plain tensor, no tape
-            return self._call_loss(output, labels)
+            loss = self._call_loss(output, labels)
+            if scaling is None:
+                return loss
+            kept["loss"] = without_derivative(loss)  # unscaled, for the metrics and callbacks
+            return scaling.scale_loss(loss)
 
         loss_value, gradients = value_with_gradient(model, of=objective)
+        loss_value = kept.pop("loss", loss_value)
         return without_derivative(loss_value), kept.pop("output"), gradients
 
     def evaluate(self, model, batches: Iterable) -> dict:
@@ -536,6 +544,18 @@ class TrainingLoop:
     def _fire(self, event: str, *args) -> None:
         for callback in self.callbacks:
             getattr(callback, event)(self, *args)
+
+
+def _with_loss_scale(optimizer, loss_scale):
+    """``optimizer`` wrapped in a LossScale as ``loss_scale`` asks (see TrainingLoop)."""
+    if loss_scale is None or isinstance(optimizer, LossScale):
+        return optimizer
+    if loss_scale == "dynamic":
+        return LossScale(optimizer)
+    if isinstance(loss_scale, int | float) and not isinstance(loss_scale, bool):
+        return LossScale(optimizer, initial=float(loss_scale), dynamic=False)
+    raise ValueError(f"loss_scale must be None, \"dynamic\" or a positive number; received "
+                     f"loss_scale={loss_scale!r}.")
 
 
 def _updates_so_far(optimizer, initial_epoch: int) -> int:

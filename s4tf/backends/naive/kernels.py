@@ -17,14 +17,25 @@ the same bits as ``where(x > 0, x, 0.0)`` (NaN and ``-0.0`` give ``+0.0``).
 a bias's gradient: everything but the channels) adds one short row at a time
 and runs 5-18x slower than memory allows; :meth:`NumPyKernels.reduce_sum`
 gives that sum to BLAS as a vector-matrix product with a vector of ones.
+
+NumPy has no float16 or bfloat16 arithmetic of its own: it converts every
+element to float32 and back inside each loop (float16 matmul: about 10x
+slower than float32, no BLAS), and sums in the low dtype (a float16 sum of
+squares overflows at 65,504). So every arithmetic kernel here computes
+float16 and bfloat16 in float32 (:data:`FLOAT32_ARITHMETIC`): its operands are
+cast up once (a vectorised cast), the float32 kernel runs (BLAS, im2col), and
+its floating results are rounded back to the operands' dtype. Results keep
+their dtype and are as accurate as a float32 computation rounded once.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from ...dtypes import as_dtype
 from ..array_kernels import ArrayKernels
 
 __all__ = ["NumPyKernels"]
@@ -35,6 +46,18 @@ SELECT_MIN_SIZE = 4096
 SUM_MIN_SIZE = 4096
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_LOW = frozenset({np.dtype(np.float16), as_dtype("bfloat16").numpy})
+#: The kernels that compute float16 and bfloat16 operands in float32 (see the module's
+#: docstring); data movement (reshape, gather, concat, pad, ...) keeps the dtype.
+FLOAT32_ARITHMETIC = (
+    "add", "sub", "mul", "div", "pow", "pow_scalar", "neg", "abs", "exp", "expm1", "log",
+    "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "maximum", "minimum",
+    "relu", "relu_grad", "reduce_sum", "reduce_max", "reduce_min", "matmul", "matmul_nt",
+    "matmul_tn", "dense", "conv", "conv_backprop_input", "conv_backprop_filter",
+    "batch_moments", "batch_norm", "batch_norm_backprop", "batch_norm_scale_grad", "max_pool",
+    "max_pool_scatter", "max_pool_select", "window_sum", "window_sum_transpose",
+    "scatter_add",
+)
 
 
 class NumPyKernels(ArrayKernels):
@@ -74,7 +97,7 @@ class NumPyKernels(ArrayKernels):
     def relu_grad(self, g, x):
         # ReLU's pullback: g and x have one shape, so small ones skip where's broadcasting.
         if g.shape == x.shape and g.size < SELECT_MIN_SIZE:
-            return np.where(x > 0, g, 0.0)
+            return np.where(x > 0, g, np.zeros((), g.dtype))  # bfloat16 + 0.0 is float64
         return super().relu_grad(g, x)
 
     def where(self, condition, x, y):
@@ -104,3 +127,37 @@ def _as_bits(value, dtype, bits):
 def _is_positive_zero(value_bits) -> bool:
     """Whether ``value_bits`` are a scalar's, all zero: ``+0.0`` (``-0.0`` has its sign bit)."""
     return value_bits.ndim == 0 and not value_bits.item()
+
+
+def _low_dtype(args):
+    """The float16 or bfloat16 dtype of the first array operands, or None."""
+    for a in args[:2]:
+        dtype = getattr(a, "dtype", None)
+        if dtype is not None:
+            return dtype if dtype in _LOW else None
+    return None
+
+
+def _rounded(out, dtype):
+    if isinstance(out, tuple):
+        return tuple(_rounded(o, dtype) for o in out)
+    if isinstance(out, np.ndarray | np.generic) and out.dtype == np.float32:
+        return out.astype(dtype)
+    return out
+
+
+def _in_float32(kernel):
+    @functools.wraps(kernel)
+    def run(self, *args, **params):
+        low = _low_dtype(args)
+        if low is None:
+            return kernel(self, *args, **params)
+        args = tuple(a.astype(np.float32) if getattr(a, "dtype", None) in _LOW else a
+                     for a in args)
+        return _rounded(kernel(self, *args, **params), low)
+
+    return run
+
+
+for _name in FLOAT32_ARITHMETIC:
+    setattr(NumPyKernels, _name, _in_float32(getattr(NumPyKernels, _name)))

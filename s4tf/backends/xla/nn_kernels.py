@@ -65,7 +65,8 @@ class JaxNNKernels:
 
     def max_pool(self, x, *, window, strides, padding):
         dims, steps, pads = _window(x.ndim, window, strides, padding)
-        lowest = -jnp.inf if np.dtype(x.dtype).kind == "f" else jnp.iinfo(x.dtype).min
+        # bfloat16 has NumPy kind "V" (ml_dtypes), so ask JAX whether it is floating.
+        lowest = -jnp.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min
         return lax.reduce_window(x, np.array(lowest, x.dtype), lax.max, dims, steps, pads)
 
     def max_pool_scatter(self, x, g, *, window, strides, padding):
