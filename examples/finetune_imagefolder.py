@@ -29,6 +29,11 @@ The recipe:
 4. Predict one image with the same preprocessing
    (``transform.deterministic()``: the resize instead of the random crop,
    the same normalisation).
+
+Both stages train under a mixed-precision policy (``--precision``, default
+``mixed_bfloat16``, :mod:`s4tf.precision`): layers compute in bfloat16 while
+the weights, the optimizer's slots and its updates stay float32;
+``mixed_float16`` adds a dynamic loss scale; ``float32`` turns it off.
 """
 
 from __future__ import annotations
@@ -69,6 +74,9 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--output", default="finetuned.safetensors")
     parser.add_argument("--backend", default=_default_backend(), choices=("naive", "xla"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", default="mixed_bfloat16",
+                        choices=("float32", "mixed_bfloat16", "mixed_float16"),
+                        help="the precision policy layers compute under (default mixed_bfloat16)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return parser.parse_args(argv)
 
@@ -112,7 +120,9 @@ def predict(model, path, transform, class_names, image_size: int):
 def _loop(data, optimizer, arguments) -> s4tf.TrainingLoop:
     return s4tf.TrainingLoop(training=data.training, validation=data.validation,
                              optimizer=optimizer, loss=s4tf.softmax_cross_entropy,
-                             metrics=("loss", "accuracy"), progress=not arguments.no_progress)
+                             metrics=("loss", "accuracy"), progress=not arguments.no_progress,
+                             loss_scale="dynamic" if arguments.precision == "mixed_float16"
+                             else None)
 
 
 def main(argv=None) -> dict:
@@ -131,7 +141,8 @@ def main(argv=None) -> dict:
     s4tf.summary(model, (1, arguments.image_size, arguments.image_size, 3))
     head_loop = _loop(data, optimizers.Adam(model, learning_rate=arguments.learning_rate),
                       arguments)
-    model = head_loop.fit(model, epochs=arguments.head_epochs)
+    with s4tf.precision.policy(arguments.precision):
+        model = head_loop.fit(model, epochs=arguments.head_epochs)
 
     # Stage 2: everything trains, the backbone at a tenth of the head's rate. A new
     # optimizer: the old one was made for the head's parameters only.
@@ -139,7 +150,8 @@ def main(argv=None) -> dict:
     optimizer = optimizers.Adam(model, learning_rate=arguments.learning_rate / 10, param_groups=[
         {"params": "fc", "learning_rate": arguments.learning_rate}])
     full_loop = _loop(data, optimizer, arguments)
-    model = full_loop.fit(model, epochs=arguments.epochs)
+    with s4tf.precision.policy(arguments.precision):
+        model = full_loop.fit(model, epochs=arguments.epochs)
 
     s4tf.save(model, arguments.output)
     print(f"Saved the fine-tuned model to {arguments.output}")

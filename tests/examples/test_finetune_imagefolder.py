@@ -67,6 +67,8 @@ def test_finetunes_a_torchvision_file_and_predicts_one_image(tmp_path, capsys):
     assert len(result["head"]) == 2 and len(result["full"]) == 1
     model = result["model"]
     assert s4tf.frozen_paths(model) == [] and model.fc.weight.shape == (32, 2)
+    # Trained under the default mixed_bfloat16 policy: the weights stay float32.
+    assert model.fc.weight.dtype == s4tf.float32 and model.conv1.filter.dtype == s4tf.float32
     # The backbone's first filter is the file's until stage 2 trains it.
     loaded = s4tf.models.load_torchvision(
         s4tf.models.ResNet(depth=18, width=4, classes=7), weights)
