@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..backends.base import get_backend
 from ..backends.xla.layouts import placement
 from ..learning_phase import current_learning_phase
+from ..precision import get_policy
 from ..tree import is_leaf, tree_children
 
 __all__ = ["Call", "NotCapturable", "Signature", "loose_statics", "tensor_part"]
@@ -127,6 +128,9 @@ class Call:
                     parts.append(("alias", j, first))
         parts.append(current_learning_phase())
         parts.append(get_backend())
+        # The precision policy decides what the layers compute in: a step captured
+        # under one policy must not replay under another.
+        parts.append(get_policy().name)
         self.signature = Signature(parts)
 
     def _walk(self, value, depth, parts) -> None:
