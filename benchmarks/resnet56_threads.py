@@ -56,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     images, labels = zoo_step.random_batch(args.batch, resnet56_naive.SPEC["size"])
     mine = resnet56_naive.S4TFStep(images, labels)
-    cores = im2col.threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     setter, why = _openblas_threads_setter()
     blas = [1, cores] if setter is not None else [None]
     configs = {f"kernels{k}_blas{b or 'default'}": (k, b) for b in blas for k in (1, cores)}

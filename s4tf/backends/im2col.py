@@ -53,9 +53,12 @@ CHUNK_BYTES = 1 << 19
 OFFSET_MAJOR_BELOW_BYTES = 16
 
 
-#: Environment variable naming how many threads the naive kernels use (default:
-#: the CPUs this process may run on; ``1`` runs every chunk on the calling thread).
+#: Environment variable naming how many threads the naive kernels use (``1`` runs
+#: every chunk on the calling thread); see :func:`threads` for the default.
 THREADS_VARIABLE = "S4TF_THREADS"
+
+#: The variables OpenBLAS reads its thread count from, in its order.
+_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -63,15 +66,20 @@ _in_worker = threading.local()
 
 
 def threads() -> int:
-    """How many threads the chunked naive kernels run on: ``S4TF_THREADS``, else the CPUs.
+    """How many threads the chunked naive kernels run on.
 
-    Read on every call, so setting the variable takes effect at once.
+    ``S4TF_THREADS`` when set; otherwise every CPU this process may use when
+    OpenBLAS is single-threaded (``OPENBLAS_NUM_THREADS=1``, or
+    ``GOTO_NUM_THREADS`` / ``OMP_NUM_THREADS`` in its absence), else 1: with
+    OpenBLAS's own threads on every core, concurrent chunks oversubscribe the
+    cores and measured up to 2.4x slower (benchmarks/RESULTS.md, issue 24).
+    Read on every call, so setting a variable takes effect at once.
 
     Examples
     --------
     >>> import os
-    >>> os.environ["S4TF_THREADS"] = "1"; threads()
-    1
+    >>> os.environ["S4TF_THREADS"] = "3"; threads()
+    3
     >>> del os.environ["S4TF_THREADS"]
     """
     setting = os.environ.get(THREADS_VARIABLE, "").strip()
@@ -80,11 +88,15 @@ def threads() -> int:
             count = int(setting)
         except ValueError:
             raise ValueError(f"{THREADS_VARIABLE}={setting!r} is not a whole number: set it to "
-                             f"a thread count such as 1 or 2, or unset it to use every CPU") from None
+                             f"a thread count such as 1 or 2, or unset it") from None
         if count < 1:
             raise ValueError(f"{THREADS_VARIABLE}={count} must be at least 1 (1 runs the "
                              f"kernels on the calling thread alone)")
         return count
+    blas = next((os.environ[name].strip() for name in _BLAS_THREAD_VARIABLES
+                 if os.environ.get(name, "").strip()), None)
+    if blas != "1":
+        return 1
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

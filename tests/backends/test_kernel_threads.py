@@ -85,3 +85,15 @@ def test_a_bad_thread_count_is_named(setting, monkeypatch):
     monkeypatch.setenv("S4TF_THREADS", setting)
     with pytest.raises(ValueError, match="S4TF_THREADS"):
         im2col.threads()
+
+
+@pytest.mark.parametrize(("blas", "pooled"), [(None, False), ("2", False), ("1", True)])
+def test_the_pool_defaults_to_the_cores_only_beside_single_threaded_blas(blas, pooled,
+                                                                         monkeypatch):
+    monkeypatch.delenv("S4TF_THREADS", raising=False)
+    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    if blas is not None:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", blas)
+    monkeypatch.setattr(im2col.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert im2col.threads() == (3 if pooled else 1)
