@@ -31,11 +31,17 @@ Examples
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .windows import offset_keys, size
 
-__all__ = ["CHUNK_BYTES", "by_rows", "chunks", "columns", "offset_major", "rows"]
+__all__ = ["CHUNK_BYTES", "by_rows", "chunks", "column_chunks", "columns", "no_copy",
+           "offset_major", "row_chunks", "rows", "shares", "threads"]
 
 #: Target size of one im2col block: a fraction of a core's L2 cache (1-2 MiB on
 #: today's CPUs), so the block, its GEMM's other operands and its output stay
@@ -47,13 +53,116 @@ CHUNK_BYTES = 1 << 19
 OFFSET_MAJOR_BELOW_BYTES = 16
 
 
+#: Environment variable naming how many threads the naive kernels use (``1`` runs
+#: every chunk on the calling thread); see :func:`threads` for the default.
+THREADS_VARIABLE = "S4TF_THREADS"
+
+#: The variables OpenBLAS reads its thread count from, in its order.
+_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_in_worker = threading.local()
+
+
+def threads() -> int:
+    """How many threads the chunked naive kernels run on.
+
+    ``S4TF_THREADS`` when set; otherwise every CPU this process may use when
+    OpenBLAS is single-threaded (``OPENBLAS_NUM_THREADS=1``, or
+    ``GOTO_NUM_THREADS`` / ``OMP_NUM_THREADS`` in its absence), else 1: with
+    OpenBLAS's own threads on every core, concurrent chunks oversubscribe the
+    cores and measured up to 2.4x slower (benchmarks/RESULTS.md, issue 24).
+    Read on every call, so setting a variable takes effect at once.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["S4TF_THREADS"] = "3"; threads()
+    3
+    >>> del os.environ["S4TF_THREADS"]
+    """
+    setting = os.environ.get(THREADS_VARIABLE, "").strip()
+    if setting:
+        try:
+            count = int(setting)
+        except ValueError:
+            raise ValueError(f"{THREADS_VARIABLE}={setting!r} is not a whole number: set it to "
+                             f"a thread count such as 1 or 2, or unset it") from None
+        if count < 1:
+            raise ValueError(f"{THREADS_VARIABLE}={count} must be at least 1 (1 runs the "
+                             f"kernels on the calling thread alone)")
+        return count
+    blas = next((os.environ[name].strip() for name in _BLAS_THREAD_VARIABLES
+                 if os.environ.get(name, "").strip()), None)
+    if blas != "1":
+        return 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def shares(xp, work, parts):
+    """``[work(share) for share in ...]``: ``parts`` cut into contiguous shares, one per thread.
+
+    The shares run at once on a persistent thread pool (NumPy releases the GIL
+    in BLAS and in copies), the first on the calling thread; each share must
+    write only its own slices of shared arrays, so the result does not depend
+    on the thread count. Results come back in the order of ``parts``. One
+    share (a single thread, a single part, a namespace other than NumPy, or a
+    call from a pool thread itself) runs on the calling thread alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sum(shares(np, len, [(0, 1), (1, 2), (2, 3)]))  # every part, whatever the thread count
+    3
+    """
+    count = min(threads(), len(parts)) if xp is np else 1
+    if count <= 1 or getattr(_in_worker, "active", False):
+        return [work(parts)]
+    step, extra = divmod(len(parts), count)
+    cuts = [0]
+    for i in range(count):
+        cuts.append(cuts[-1] + step + (i < extra))
+    pieces = [parts[a:b] for a, b in itertools.pairwise(cuts)]
+    pool = _executor(count - 1)
+    futures = [pool.submit(_as_worker, work, piece) for piece in pieces[1:]]
+    try:
+        first = work(pieces[0])
+    finally:  # never leave a share running on buffers the caller is about to free
+        rest = [future.result() for future in futures]
+    return [first, *rest]
+
+
+def _as_worker(work, piece):
+    """``work(piece)`` on a pool thread, marked so that nested kernels stay on it."""
+    _in_worker.active = True
+    try:
+        return work(piece)
+    finally:
+        _in_worker.active = False
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The persistent pool, grown (replaced) when more workers are asked for."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < workers:
+            old, _pool = _pool, ThreadPoolExecutor(workers, thread_name_prefix="s4tf-kernel")
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
 def chunks(batch: int, bytes_per_image: int) -> list[tuple[int, int]]:
     """``(start, stop)`` image ranges whose columns take about :data:`CHUNK_BYTES` each."""
     step = max(1, min(batch, CHUNK_BYTES // max(bytes_per_image, 1)))
     return [(start, min(start + step, batch)) for start in range(0, batch, step)]
 
 
-def columns(xp, x, out_spatial, window, strides, padding, dilations, groups):
+def columns(xp, x, out_spatial, window, strides, padding, dilations, groups, parts=None):
     """im2col of ``x`` (``(N, *S, C)``) in batch chunks: yields ``(start, stop, cols)``.
 
     ``cols`` is ``(groups, window_size * C // groups, rows)``, rows being the
@@ -62,14 +171,16 @@ def columns(xp, x, out_spatial, window, strides, padding, dilations, groups):
     columns are the matrix ``cols[g]`` (a transposed view for the pixel-major
     layout). The block is overwritten by the next one: use it first. A 1x1
     window with unit strides and no padding needs no copy: its columns are
-    ``x`` itself, in one block.
+    ``x`` itself, in one block. ``parts``, the chunks to yield, defaults to
+    :func:`column_chunks` (a share of them lets each thread have its own buffer).
     """
     channels = x.shape[-1]
-    if groups == 1 and size(window) == 1 and all(s == 1 for s in strides) and not any(
-            lo or hi for lo, hi in padding):
-        yield 0, x.shape[0], x.reshape(-1, channels).T[None]
+    if no_copy(x, window, strides, padding, groups):
+        if parts is None or parts:
+            yield 0, x.shape[0], x.reshape(-1, channels).T[None]
         return
-    parts = chunks(x.shape[0], size(out_spatial) * size(window) * channels * x.itemsize)
+    if parts is None:
+        parts = column_chunks(x, out_spatial, window)
     if groups == 1 and not offset_major(channels, x.itemsize):
         blocks = (cols.T[None] for cols in _pixel_major(
             xp, x, out_spatial, window, strides, padding, dilations, parts))
@@ -78,6 +189,23 @@ def columns(xp, x, out_spatial, window, strides, padding, dilations, groups):
                                parts)
     for (start, stop), cols in zip(parts, blocks, strict=True):
         yield start, stop, cols
+
+
+def no_copy(x, window, strides, padding, groups) -> bool:
+    """Whether :func:`columns` of ``x`` is ``x`` itself (1x1 window, unit strides, no padding)."""
+    return groups == 1 and size(window) == 1 and all(s == 1 for s in strides) and not any(
+        lo or hi for lo, hi in padding)
+
+
+def column_chunks(x, out_spatial, window) -> list[tuple[int, int]]:
+    """The batch chunks of :func:`columns` of ``x``."""
+    return chunks(x.shape[0], size(out_spatial) * size(window) * x.shape[-1] * x.itemsize)
+
+
+def row_chunks(x, out_spatial, window, padding) -> list[tuple[int, int]]:
+    """The batch chunks of :func:`rows` of ``x``."""
+    height = x.shape[1] + sum(padding[0])
+    return chunks(x.shape[0], height * out_spatial[1] * window[1] * x.shape[-1] * x.itemsize)
 
 
 def offset_major(channels: int, itemsize: int) -> bool:
@@ -97,7 +225,7 @@ def by_rows(x, window, strides, groups) -> bool:
             and not offset_major(x.shape[-1], x.itemsize))
 
 
-def rows(xp, x, out_spatial, window, strides, padding, dilations):
+def rows(xp, x, out_spatial, window, strides, padding, dilations, parts=None):
     """im2col along the last spatial axis only, for 2-D inputs: yields ``(start, stop, cols)``.
 
     ``cols`` is ``(images * padded_height * out_width, window[1] * C)``: for
@@ -107,10 +235,12 @@ def rows(xp, x, out_spatial, window, strides, padding, dilations):
     row, one contiguous slice per image, so a convolution is one GEMM per
     filter row on columns a third (for 3x3) the size of full im2col's.
     Each block is the same buffer, overwritten by the next one: use it first.
+    ``parts`` defaults to :func:`row_chunks`.
     """
     height = x.shape[1] + sum(padding[0])
     grid, taps = (height, out_spatial[1]), (1, window[1])
-    parts = chunks(x.shape[0], size(grid) * window[1] * x.shape[-1] * x.itemsize)
+    if parts is None:
+        parts = row_chunks(x, out_spatial, window, padding)
     blocks = _pixel_major(xp, x, grid, taps, (1, strides[1]), padding, (1, dilations[1]), parts)
     for (start, stop), cols in zip(parts, blocks, strict=True):
         yield start, stop, cols
@@ -153,7 +283,9 @@ def _pixel_major(xp, x, out_spatial, window, strides, padding, dilations, chunks
 
     Each block is the same buffer, overwritten by the next one: use it first.
     """
-    xpad = xp.ascontiguousarray(_padded(xp, x, padding, channels_first=False))
+    first = chunks[0][0] if chunks else 0  # pad only the images of these chunks
+    xpad = xp.ascontiguousarray(_padded(xp, x[first:chunks[-1][1] if chunks else 0], padding,
+                                        channels_first=False))
     steps = xpad.strides
     spatial = steps[1:-1]
     view = xp.lib.stride_tricks.as_strided(
@@ -167,7 +299,7 @@ def _pixel_major(xp, x, out_spatial, window, strides, padding, dilations, chunks
                     chunks, x.dtype)
     for start, stop in chunks:
         cols = block(stop - start)
-        xp.copyto(cols, view[start:stop])
+        xp.copyto(cols, view[start - first:stop - first])
         yield cols.reshape(-1, width)
 
 
@@ -176,7 +308,9 @@ def _offset_major(xp, x, out_spatial, window, strides, padding, dilations, group
 
     Each block is the same buffer, overwritten by the next one: use it first.
     """
-    source = _padded(xp, x, padding, channels_first=True)  # (C, N, *padded)
+    first = chunks[0][0] if chunks else 0  # pad only the images of these chunks
+    source = _padded(xp, x[first:chunks[-1][1] if chunks else 0], padding,
+                     channels_first=True)  # (C, images, *padded)
     channels = x.shape[-1]
     keys = offset_keys(window, strides, dilations, out_spatial)
     grouped = (groups, channels // groups)
@@ -184,7 +318,7 @@ def _offset_major(xp, x, out_spatial, window, strides, padding, dilations, group
                     chunks, x.dtype)
     for start, stop in chunks:
         cols = block(stop - start)
-        images = source[:, start:stop]
+        images = source[:, start - first:stop - first]
         for tap, key in enumerate(keys):
             slab = images[(slice(None), slice(None)) + key]
             xp.copyto(cols[:, tap], slab.reshape(grouped + slab.shape[1:]))

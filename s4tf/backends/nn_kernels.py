@@ -115,14 +115,21 @@ class NNKernels(NormKernels, PoolKernels):
             self._conv_by_rows(y, x, w, out_spatial, strides, padding, dilations)
             return y.reshape((x.shape[0],) + out_spatial + (channels,))
         filters = self._grouped_filter(w, groups)
-        for start, stop, cols in im2col.columns(self.xp, x, out_spatial, window, strides,
-                                                padding, dilations, groups):
-            block = y[start * rows:stop * rows]
-            if groups == 1:
-                self._gemm_into(block, cols[0].T, filters[0])
-            else:
-                grouped = block.reshape(-1, groups, channels // groups).transpose(1, 0, 2)
-                grouped[...] = self.xp.matmul(cols.transpose(0, 2, 1), filters)
+
+        def share(parts):  # each chunk writes its own rows of y
+            for start, stop, cols in im2col.columns(self.xp, x, out_spatial, window, strides,
+                                                    padding, dilations, groups, parts):
+                block = y[start * rows:stop * rows]
+                if groups == 1:
+                    self._gemm_into(block, cols[0].T, filters[0])
+                else:
+                    grouped = block.reshape(-1, groups, channels // groups).transpose(1, 0, 2)
+                    grouped[...] = self.xp.matmul(cols.transpose(0, 2, 1), filters)
+
+        if im2col.no_copy(x, window, strides, padding, groups):
+            share(None)  # one GEMM over x itself
+        else:
+            im2col.shares(self.xp, share, im2col.column_chunks(x, out_spatial, window))
         return y.reshape((x.shape[0],) + out_spatial + (channels,))
 
     def conv_backprop_filter(self, x, g, *, filter_shape, strides, padding, dilations, groups):
@@ -136,10 +143,20 @@ class NNKernels(NormKernels, PoolKernels):
         out_spatial = g.shape[1:-1]
         rows = size(out_spatial)
         grads = self._grouped_rows(g, groups)
+
+        def share(parts):  # each chunk's product, summed below in chunk order
+            return [self._mm(cols, grads[:, start * rows:stop * rows])
+                    for start, stop, cols in im2col.columns(self.xp, x, out_spatial, window,
+                                                            strides, padding, dilations, groups,
+                                                            parts)]
+
+        if im2col.no_copy(x, window, strides, padding, groups):
+            products = share(None)
+        else:
+            products = [part for piece in im2col.shares(
+                self.xp, share, im2col.column_chunks(x, out_spatial, window)) for part in piece]
         dw = None
-        for start, stop, cols in im2col.columns(self.xp, x, out_spatial, window, strides,
-                                                padding, dilations, groups):
-            part = self._mm(cols, grads[:, start * rows:stop * rows])
+        for part in products:  # the sequential order of adds, whatever the thread count
             dw = part if dw is None else self.xp.add(dw, part, out=dw)
         if dw is None:  # an empty batch
             return self.xp.zeros(filter_shape, dtype=self.xp.result_type(x, g))
@@ -158,18 +175,22 @@ class NNKernels(NormKernels, PoolKernels):
         pixels, step = size(out_spatial), dilations[0] * width
         taps = w.reshape(w.shape[0], -1, w.shape[-1])  # (filter rows, row taps * C, O)
         outputs = y.reshape(x.shape[0], pixels, w.shape[-1])
-        scratch = None
-        for start, stop, cols in im2col.rows(xp, x, out_spatial, w.shape[:-2], strides, padding,
-                                             dilations):
-            cols = cols.reshape(stop - start, height * width, -1)
-            block = outputs[start:stop]
-            xp.matmul(cols[:, :pixels], taps[0], out=block)
-            if scratch is None:
-                scratch = xp.empty_like(block)
-            part = scratch[:stop - start]
-            for i in range(1, len(taps)):
-                xp.matmul(cols[:, i * step:i * step + pixels], taps[i], out=part)
-                xp.add(block, part, out=block)
+
+        def share(parts):  # each chunk writes its own images of y; a scratch per share
+            scratch = None
+            for start, stop, cols in im2col.rows(xp, x, out_spatial, w.shape[:-2], strides,
+                                                 padding, dilations, parts):
+                cols = cols.reshape(stop - start, height * width, -1)
+                block = outputs[start:stop]
+                xp.matmul(cols[:, :pixels], taps[0], out=block)
+                if scratch is None:
+                    scratch = xp.empty_like(block)
+                part = scratch[:stop - start]
+                for i in range(1, len(taps)):
+                    xp.matmul(cols[:, i * step:i * step + pixels], taps[i], out=part)
+                    xp.add(block, part, out=block)
+
+        im2col.shares(xp, share, im2col.row_chunks(x, out_spatial, w.shape[:-2], padding))
 
     def conv_backprop_input(self, g, w, *, input_shape, strides, padding, dilations, groups):
         """Transpose of :meth:`conv` in ``x``: the input cotangent for output cotangent ``g``.
@@ -217,21 +238,26 @@ class NNKernels(NormKernels, PoolKernels):
         per_tap = w.reshape(taps, channels, -1).swapaxes(1, 2) if not channels_first else None
         shape = (channels, batch) + padded if channels_first else (batch,) + padded + (channels,)
         buffer = xp.zeros(shape, dtype=xp.result_type(g, w))
-        for start, stop in im2col.chunks(batch, rows * taps * channels * g.itemsize):
-            images, block = stop - start, slice(start * rows, stop * rows)
-            if channels_first:
-                part = self._mm(filters, grads[:, block].transpose(0, 2, 1))
-                part = part.reshape((groups, taps, channels // groups, images) + out_spatial)
-                target = buffer[:, start:stop]
-                for tap, key in enumerate(keys):
-                    piece = part[:, tap].reshape((channels, images) + out_spatial)
-                    target[(slice(None), slice(None)) + key] += piece
-            else:
-                target = buffer[start:stop]
-                for tap, key in enumerate(keys):  # one BLAS call each (a broadcast
-                    # stacked matmul would not call BLAS at all)
-                    piece = self._mm(grads[0, block], per_tap[tap])
-                    target[full_key(key)] += piece.reshape((images,) + out_spatial + (channels,))
+
+        def share(parts):  # each chunk adds into its own images of buffer
+            for start, stop in parts:
+                images, block = stop - start, slice(start * rows, stop * rows)
+                if channels_first:
+                    part = self._mm(filters, grads[:, block].transpose(0, 2, 1))
+                    part = part.reshape((groups, taps, channels // groups, images) + out_spatial)
+                    target = buffer[:, start:stop]
+                    for tap, key in enumerate(keys):
+                        piece = part[:, tap].reshape((channels, images) + out_spatial)
+                        target[(slice(None), slice(None)) + key] += piece
+                else:
+                    target = buffer[start:stop]
+                    for tap, key in enumerate(keys):  # one BLAS call each (a broadcast
+                        # stacked matmul would not call BLAS at all)
+                        piece = self._mm(grads[0, block], per_tap[tap])
+                        target[full_key(key)] += piece.reshape(
+                            (images,) + out_spatial + (channels,))
+
+        im2col.shares(xp, share, im2col.chunks(batch, rows * taps * channels * g.itemsize))
         inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(padding, input_shape[1:-1], strict=True))
         if channels_first:
             return xp.ascontiguousarray(xp.moveaxis(buffer[(slice(None), slice(None)) + inner], 0, -1))
