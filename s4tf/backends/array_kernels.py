@@ -9,9 +9,13 @@ library needs something different (NumPy's ``add.at`` vs JAX's ``.at[].add``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .nn_kernels import NNKernels
+
+_GELU_C = math.sqrt(2.0 / math.pi)
 
 
 class ArrayKernels(NNKernels):
@@ -152,6 +156,17 @@ class ArrayKernels(NNKernels):
     def relu_grad(self, g, x):
         # ReLU's pullback: g where x > 0, else +0.0 (the derivative at 0 is 0, as in S4TF).
         return self.where(x > 0, g, 0.0)
+
+    def gelu(self, x):
+        # The composite's operations in its order (ops/elementwise.py), so the bits agree.
+        inner = (x + x * x * x * 0.044715) * _GELU_C
+        return x * (self.xp.tanh(inner) + 1.0) * 0.5
+
+    def gelu_grad(self, v, x):
+        # v * gelu'(x): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2), t = tanh(c (x + k x^3)).
+        t = self.xp.tanh((x + x * x * x * 0.044715) * _GELU_C)
+        slope = (x * x * (3.0 * 0.044715) + 1.0) * _GELU_C
+        return v * ((t + 1.0) * 0.5 + x * (1.0 - t * t) * slope * 0.5)
 
     # Reductions.
     def reduce_sum(self, x, *, axis, keepdims):

@@ -21,7 +21,7 @@ import pytest
 import s4tf
 from s4tf.ops.batching_helpers import fold_leading_axis
 from s4tf.ops.convolution import conv_, conv_backprop_filter_, conv_backprop_input_
-from s4tf.ops.elementwise import pow_scalar, relu_grad
+from s4tf.ops.elementwise import gelu_grad, pow_scalar, relu_grad
 from s4tf.ops.indexing import gather_, getitem_, index_add, scatter_add
 from s4tf.ops.joining import concat_
 from s4tf.ops.linalg import dense_, matmul_, matmul_nt, matmul_tn
@@ -91,6 +91,8 @@ BATCH_CASES = {
     "cast_to_int": (lambda x: s4tf.cast(x * 3.0, dtype=s4tf.int32), [T(4, 2)], 0),
     "relu": (s4tf.ops.relu, [_spread(4, 3)], 1),
     "relu_grad": (relu_grad, [T(4, 3), _spread(3) + 0.05], (0, None)),
+    "gelu": (s4tf.gelu, [T(4, 3)], 1),
+    "gelu_grad": (gelu_grad, [T(4, 3), T(3)], (0, None)),
     "sign": (s4tf.sign, [_spread(4, 2)], 0),
     "floor": (s4tf.floor, [T(4, 2) * 3.0], 0),
     "ceil": (s4tf.ceil, [T(4, 2) * 3.0], 0),
