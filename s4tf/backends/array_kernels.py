@@ -159,14 +159,18 @@ class ArrayKernels(NNKernels):
 
     def gelu(self, x):
         # The composite's operations in its order (ops/elementwise.py), so the bits agree.
-        inner = (x + x * x * x * 0.044715) * _GELU_C
-        return x * (self.xp.tanh(inner) + 1.0) * 0.5
+        # Constants are typed: a Python float would lift NumPy's bfloat16 to float32.
+        k, c, one, half = (self.xp.asarray(v, dtype=x.dtype) for v in (0.044715, _GELU_C, 1, 0.5))
+        inner = (x + x * x * x * k) * c
+        return x * (self.xp.tanh(inner) + one) * half
 
     def gelu_grad(self, v, x):
         # v * gelu'(x): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2), t = tanh(c (x + k x^3)).
-        t = self.xp.tanh((x + x * x * x * 0.044715) * _GELU_C)
-        slope = (x * x * (3.0 * 0.044715) + 1.0) * _GELU_C
-        return v * ((t + 1.0) * 0.5 + x * (1.0 - t * t) * slope * 0.5)
+        k, c, one, half, k3 = (self.xp.asarray(a, dtype=x.dtype)
+                               for a in (0.044715, _GELU_C, 1, 0.5, 3 * 0.044715))
+        t = self.xp.tanh((x + x * x * x * k) * c)
+        slope = (x * x * k3 + one) * c
+        return v * ((t + one) * half + x * (one - t * t) * slope * half)
 
     # Reductions.
     def reduce_sum(self, x, *, axis, keepdims):
