@@ -9,8 +9,7 @@ derivative never turns into ``0 * inf = nan``.
 
 from __future__ import annotations
 
-import math
-
+from .dtypes import float32
 from .ops import exp as _exp
 from .ops import (
     expm1,
@@ -23,6 +22,9 @@ from .ops import (
     where,
 )
 from .ops import relu as _relu
+from .ops.elementwise import cast
+from .ops.elementwise import gelu as _gelu
+from .tensor import Tensor
 
 __all__ = [
     "elu", "gelu", "hard_sigmoid", "hard_swish", "identity", "leaky_relu", "log_sigmoid",
@@ -124,8 +126,11 @@ def gelu(x):
     >>> round(s4tf.gelu(s4tf.Tensor([1.0])).item(), 4)
     0.8412
     """
-    inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
-    return x * (tanh(inner) + 1.0) * 0.5
+    # One fused primitive (its kernel gives the composite's bits); int and bool
+    # tensors are promoted to float32 as the composite's arithmetic did.
+    if isinstance(x, Tensor) and not x.dtype.is_floating:
+        x = cast(x, dtype=float32)
+    return _gelu(x)
 
 
 def softplus(x):

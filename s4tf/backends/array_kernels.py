@@ -9,9 +9,13 @@ library needs something different (NumPy's ``add.at`` vs JAX's ``.at[].add``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .nn_kernels import NNKernels
+
+_GELU_C = math.sqrt(2.0 / math.pi)
 
 
 class ArrayKernels(NNKernels):
@@ -154,6 +158,21 @@ class ArrayKernels(NNKernels):
     def relu_grad(self, g, x):
         # ReLU's pullback: g where x > 0, else +0.0 (the derivative at 0 is 0, as in S4TF).
         return self.where(x > 0, g, self.xp.zeros((), g.dtype))
+
+    def gelu(self, x):
+        # The composite's operations in its order (ops/elementwise.py), so the bits agree.
+        # Constants are typed: a Python float would lift NumPy's bfloat16 to float32.
+        k, c, one, half = (self.xp.asarray(v, dtype=x.dtype) for v in (0.044715, _GELU_C, 1, 0.5))
+        inner = (x + x * x * x * k) * c
+        return x * (self.xp.tanh(inner) + one) * half
+
+    def gelu_grad(self, v, x):
+        # v * gelu'(x): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2), t = tanh(c (x + k x^3)).
+        k, c, one, half, k3 = (self.xp.asarray(a, dtype=x.dtype)
+                               for a in (0.044715, _GELU_C, 1, 0.5, 3 * 0.044715))
+        t = self.xp.tanh((x + x * x * x * k) * c)
+        slope = (x * x * k3 + one) * c
+        return v * ((t + one) * half + x * (one - t * t) * slope * half)
 
     # Reductions.
     def reduce_sum(self, x, *, axis, keepdims):

@@ -154,3 +154,30 @@ class NormKernels:
         grads = self._features_last(g, axis).reshape(centered.shape)
         self.xp.multiply(centered, grads, out=centered)
         return self._column_sums(centered.reshape(matrix.shape)) * self._rstd(moments, epsilon)
+
+    # Layer normalization over the last axis (s4tf/ops/layer_norm.py). Functional
+    # (no out=), so JAX runs them as they are; the operations and their order are
+    # the composite's, so the forward gives its values.
+    # Constants are typed: a Python float would lift NumPy's bfloat16 to float32.
+    def _row_stats(self, x, epsilon):
+        xp = self.xp
+        count = self._scalar(x.shape[-1], x)
+        centered = x - xp.sum(x, axis=-1, keepdims=True) / count
+        variance = xp.sum(centered * centered, axis=-1, keepdims=True) / count
+        return centered, 1 / xp.sqrt(variance + self._scalar(epsilon, x))
+
+    def layer_norm(self, x, scale, offset, *, epsilon):
+        """``(x - mean) * r * scale + offset``, the statistics of each row (last axis)."""
+        centered, r = self._row_stats(x, epsilon)
+        return centered * r * scale + offset
+
+    def layer_norm_backprop(self, g, x, scale, *, epsilon):
+        """``r * (v - mean(v) - xh * mean(v * xh))``, ``v = g * scale``: :meth:`layer_norm`'s x cotangent."""
+        xp = self.xp
+        count = self._scalar(x.shape[-1], x)
+        centered, r = self._row_stats(x, epsilon)
+        normalized = centered * r
+        v = g * scale
+        v_mean = xp.sum(v, axis=-1, keepdims=True) / count
+        projection = xp.sum(v * normalized, axis=-1, keepdims=True) / count
+        return r * (v - v_mean - normalized * projection)

@@ -23,7 +23,7 @@ __all__ = [
     "abs", "add", "cast", "ceil", "clip", "cos", "div", "equal", "exp", "expm1", "floor",
     "floor_div", "greater", "greater_equal", "less", "less_equal", "log", "log1p",
     "logical_and", "logical_not", "logical_or", "maximum", "minimum", "mod", "mul",
-    "neg", "not_equal", "pow", "pow_scalar", "power", "relu", "relu_grad", "round", "rsqrt",
+    "gelu", "gelu_grad", "neg", "not_equal", "pow", "pow_scalar", "power", "relu", "relu_grad", "round", "rsqrt",
     "sigmoid", "sign", "sin", "sqrt", "square", "sub", "tan", "tanh", "where",
 ]
 
@@ -290,6 +290,51 @@ relu = primitive("relu", batch=elementwise_batch, scalar=lambda x: x if x > 0 el
                  doc=_doc("``max(x, 0)``, elementwise; its derivative at 0 is 0, as in S4TF.",
                           "s4tf.ops.relu(s4tf.Tensor([-1.0, 2.0])).tolist()", "[0.0, 2.0]",
                           "NaN and -0.0 give +0.0; int and bool tensors give float32."))
+
+
+# GELU (tanh approximation) as one primitive: the composite
+# 0.5 x (1 + tanh(c (x + 0.044715 x^3))), c = sqrt(2 / pi), recorded nine ops
+# forward and some fifteen backward; the kernel runs the same operations in the
+# same order (same values, to the bit). gelu_grad(v, x) = v * gelu'(x) is linear
+# in v; its derivative in x is written with ordinary ops (_gelu_second), so
+# derivatives of every order follow.
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_K = 0.044715
+
+
+def _gelu_scalar(x):
+    return x * (math.tanh((x + x * x * x * _GELU_K) * _GELU_C) + 1.0) * 0.5
+
+
+def _gelu_grad_scalar(v, x):
+    t = math.tanh((x + x * x * x * _GELU_K) * _GELU_C)
+    return v * ((t + 1.0) * 0.5 + x * (1.0 - t * t) * (_GELU_C * (1.0 + 3.0 * _GELU_K * x * x)) * 0.5)
+
+
+def _gelu_second(x):
+    """``gelu''(x)``, with ordinary ops: ``(1 - t^2) (u' + x (u'' - 2 t u'^2) / 2)``."""
+    t = tanh((x + x * x * x * _GELU_K) * _GELU_C)
+    slope = (x * x * (3.0 * _GELU_K) + 1.0) * _GELU_C            # u'
+    bend = x * (6.0 * _GELU_K * _GELU_C)                         # u''
+    return (1.0 - t * t) * (slope + x * (bend - t * slope * slope * 2.0) * 0.5)
+
+
+gelu_grad = primitive(
+    "gelu_grad",
+    batch=elementwise_batch,
+    scalar=_gelu_grad_scalar,
+    **_rules(lambda a, v, x, out: gelu_grad(a, x), lambda a, v, x, out: a * v * _gelu_second(x)),
+    signature="v, x",
+    doc=_doc("``v * gelu'(x)``: the cotangent of :func:`gelu` (tanh approximation).",
+             "s4tf.ops.elementwise.gelu_grad(s4tf.Tensor([2.0]), s4tf.Tensor([0.0])).tolist()",
+             "[1.0]"),
+)
+gelu = primitive("gelu", batch=elementwise_batch, scalar=_gelu_scalar,
+                 **_rules(lambda v, x, out: gelu_grad(v, x)), signature=_UNARY,
+                 doc=_doc("``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``, elementwise "
+                          "(GELU, tanh approximation), one fused kernel.",
+                          "s4tf.ops.elementwise.gelu(s4tf.Tensor([0.0, 1.0], dtype=s4tf.float64)).numpy().round(4).tolist()",
+                          "[0.0, 0.8412]", "Float inputs only; :func:`s4tf.gelu` casts others."))
 
 
 # Composites: plain functions of the primitives above.

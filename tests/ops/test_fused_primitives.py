@@ -8,7 +8,9 @@ import pytest
 
 import s4tf
 from s4tf import layers
-from s4tf.ops.elementwise import relu_grad
+from s4tf.ops.elementwise import gelu_grad, relu_grad
+from s4tf.ops.layer_norm import backprop_ as layer_norm_backprop
+from s4tf.ops.layer_norm import layer_norm
 from s4tf.ops.linalg import dense_, matmul_nt, matmul_tn
 from s4tf.testing import check_gradients
 
@@ -57,6 +59,33 @@ def test_relu_derivatives_first_and_second_order(backend):
     second = s4tf.gradient(zero, of=lambda t: s4tf.gradient(t, of=lambda u: (s4tf.relu(u) ** 2).sum()).sum())
     assert second.tolist() == [0.0, 2.0]
     assert s4tf.derivative(1.5, of=s4tf.relu) == 1.0
+
+
+def _composite_gelu(x):
+    inner = (x + x * x * x * 0.044715) * (2.0 / np.pi) ** 0.5
+    return x * (s4tf.tanh(inner) + 1.0) * 0.5
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_gelu_gives_the_bits_of_the_composite_it_replaces(backend, dtype):
+    for values in (SPECIAL, RNG.normal(size=1000) * 4):
+        x = s4tf.Tensor(values).astype(dtype)
+        got, want = s4tf.gelu(x), _composite_gelu(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+    ints = s4tf.Tensor([-2, 0, 3])
+    assert s4tf.gelu(ints).dtype == s4tf.float32
+    np.testing.assert_array_equal(s4tf.gelu(ints).numpy(), _composite_gelu(ints).numpy())
+    assert s4tf.gelu(1.5) == _composite_gelu(1.5)
+
+
+def test_gelu_gradient_matches_the_composite_and_is_twice_differentiable(backend):
+    x = s4tf.Tensor(RNG.normal(size=(4, 5)) * 3, dtype=s4tf.float64)
+    got = s4tf.gradient(x, of=lambda t: (s4tf.gelu(t) * t).sum())
+    want = s4tf.gradient(x, of=lambda t: (_composite_gelu(t) * t).sum())
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-13, atol=1e-15)
+    check_gradients(s4tf.gelu, x, order=2)
+    check_gradients(lambda g, x: gelu_grad(g * g, x), x * 0.5, x, order=2)
 
 
 def _dense_inputs(dtype=s4tf.float64):
@@ -155,3 +184,52 @@ def test_a_matmul_pullback_records_no_transpose(monkeypatch):
 
     recorded = _recorded_ops(pulled_back, x, w, monkeypatch=monkeypatch)
     assert "matmul_nt" in recorded and "matmul_tn" in recorded and "transpose" not in recorded
+
+
+def test_gelu_is_one_recorded_op(monkeypatch):
+    # The composite recorded nine ops (x*x*x, the scalings, tanh, the adds).
+    x = s4tf.Tensor(RNG.normal(size=(3, 4)))
+    recorded = _recorded_ops(lambda t: s4tf.gelu(t).sum(), x, monkeypatch=monkeypatch)
+    assert [name for name in recorded if name != "reduce_sum"] == ["gelu"]
+
+
+def _composite_layer_norm(x, scale, offset, epsilon):
+    mean = x.mean(axis=-1, keepdims=True)
+    centered = x - mean
+    variance = (centered * centered).mean(axis=-1, keepdims=True)
+    return centered * s4tf.rsqrt(variance + epsilon) * scale + offset
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_gives_the_values_of_the_composite_it_replaces(backend, dtype):
+    dtype = s4tf.dtypes.as_dtype(dtype)
+    x = s4tf.Tensor(RNG.normal(size=(3, 4, 8)) * 3 + 1, dtype=dtype)
+    scale, offset = (s4tf.Tensor(RNG.normal(size=8), dtype=dtype) for _ in range(2))
+    np.testing.assert_array_equal(_bits(layer_norm(x, scale, offset, epsilon=1e-5)),
+                                  _bits(_composite_layer_norm(x, scale, offset, 1e-5)))
+    layer = s4tf.replace(layers.LayerNorm(8, epsilon=1e-5, dtype=dtype), scale=scale, offset=offset)
+    np.testing.assert_array_equal(_bits(layer(x)), _bits(_composite_layer_norm(x, scale, offset, 1e-5)))
+    got = s4tf.gradient(x, scale, offset, of=lambda x, s, b: (layer_norm(x, s, b, epsilon=1e-5) * x).sum())
+    want = s4tf.gradient(x, scale, offset,
+                         of=lambda x, s, b: (_composite_layer_norm(x, s, b, 1e-5) * x).sum())
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5 if dtype == s4tf.float32 else 1e-12,
+                                   atol=1e-5 if dtype == s4tf.float32 else 1e-12)
+
+
+def test_layer_norm_derivatives_first_and_second_order(backend):
+    x = s4tf.Tensor(RNG.normal(size=(2, 5)), dtype=s4tf.float64)
+    scale, offset = (s4tf.Tensor(RNG.normal(size=5), dtype=s4tf.float64) for _ in range(2))
+    check_gradients(lambda x, s, b: layer_norm(x, s, b, epsilon=1e-3), x, scale, offset, order=2)
+    check_gradients(lambda g, x, s: layer_norm_backprop(g * g, x, s, epsilon=1e-3), x * 0.5, x, scale,
+                    order=2)
+    with pytest.raises(ValueError, match="scale and offset must have shape"):
+        layer_norm(x, scale[:3], offset)
+
+
+def test_layer_norm_layer_records_one_op(monkeypatch):
+    # The composite recorded some eight ops (two means, the centering, rsqrt, ...).
+    layer = layers.LayerNorm(4)
+    x = s4tf.Tensor(RNG.normal(size=(3, 4)))
+    recorded = _recorded_ops(lambda m: m(x).sum(), layer, monkeypatch=monkeypatch)
+    assert [name for name in recorded if name != "reduce_sum"] == ["layer_norm"]

@@ -21,9 +21,11 @@ import pytest
 import s4tf
 from s4tf.ops.batching_helpers import fold_leading_axis
 from s4tf.ops.convolution import conv_, conv_backprop_filter_, conv_backprop_input_
-from s4tf.ops.elementwise import pow_scalar, relu_grad
+from s4tf.ops.elementwise import gelu_grad, pow_scalar, relu_grad
 from s4tf.ops.indexing import gather_, getitem_, index_add, scatter_add
 from s4tf.ops.joining import concat_
+from s4tf.ops.layer_norm import backprop_ as layer_norm_backprop
+from s4tf.ops.layer_norm import layer_norm_
 from s4tf.ops.linalg import dense_, matmul_, matmul_nt, matmul_tn
 from s4tf.ops.normalization import backprop_, batch_moments_, batch_norm_, scale_grad_
 from s4tf.ops.optimization_barrier import optimization_barrier
@@ -91,6 +93,17 @@ BATCH_CASES = {
     "cast_to_int": (lambda x: s4tf.cast(x * 3.0, dtype=s4tf.int32), [T(4, 2)], 0),
     "relu": (s4tf.ops.relu, [_spread(4, 3)], 1),
     "relu_grad": (relu_grad, [T(4, 3), _spread(3) + 0.05], (0, None)),
+    "gelu": (s4tf.gelu, [T(4, 3)], 1),
+    "gelu_grad": (gelu_grad, [T(4, 3), T(3)], (0, None)),
+    "layer_norm": (lambda x, s, b: layer_norm_(x, s, b, epsilon=1e-3), [T(4, 2, 3), T(3), T(3)],
+                   (1, None, None)),
+    "layer_norm_per_example_scale": (lambda x, s, b: layer_norm_(x, s, b, epsilon=1e-3),
+                                     [T(4, 2, 3), T(4, 3), T(3)], (0, 0, None)),
+    "layer_norm_backprop": (lambda g, x, s: layer_norm_backprop(g, x, s, epsilon=1e-3),
+                            [T(4, 2, 3), T(2, 3), T(3)], (0, None, None)),
+    "layer_norm_backprop_per_example_scale": (
+        lambda g, x, s: layer_norm_backprop(g, x, s, epsilon=1e-3),
+        [T(2, 3), T(2, 4, 3), T(3, 4)], (None, 1, 1)),
     "sign": (s4tf.sign, [_spread(4, 2)], 0),
     "floor": (s4tf.floor, [T(4, 2) * 3.0], 0),
     "ceil": (s4tf.ceil, [T(4, 2) * 3.0], 0),

@@ -5,6 +5,9 @@ import pytest
 
 import s4tf
 from s4tf.ops import index_add, scatter_add
+from s4tf.ops.elementwise import gelu_grad
+from s4tf.ops.layer_norm import backprop_ as layer_norm_backprop
+from s4tf.ops.layer_norm import layer_norm
 from s4tf.testing import check_gradients
 
 # Every backend runs the same op suite; see tests/conftest.py.
@@ -45,6 +48,11 @@ CASES = {
     "abs": (s4tf.abs, [_spread(2, 3)]),
     "square": (s4tf.square, [T(3)]),
     "relu": (s4tf.ops.relu, [_spread(2, 3)]),
+    "gelu": (s4tf.gelu, [T(3)]),
+    "layer_norm": (lambda x, s, b: layer_norm(x, s, b, epsilon=1e-3), [T(2, 3), T(3), T(3)]),
+    "layer_norm_backprop": (lambda g, x, s: layer_norm_backprop(g * g, x, s, epsilon=1e-3),
+                            [T(2, 3), T(2, 3), T(3)]),
+    "gelu_grad": (lambda v, x: gelu_grad(v * v, x), [T(3), T(3)]),
     # float64 to float64, so the check stays exact (test_cast_between_floats_is_differentiable
     # goes through float32).
     "cast": (lambda x: s4tf.cast(x, dtype=s4tf.float64) * x, [T(3)]),
