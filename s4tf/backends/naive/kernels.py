@@ -56,7 +56,7 @@ FLOAT32_ARITHMETIC = (
     "matmul_tn", "dense", "conv", "conv_backprop_input", "conv_backprop_filter",
     "batch_moments", "batch_norm", "batch_norm_backprop", "batch_norm_scale_grad", "max_pool",
     "max_pool_scatter", "max_pool_select", "window_sum", "window_sum_transpose",
-    "scatter_add",
+    "scatter_add", "gelu", "gelu_grad", "layer_norm", "layer_norm_backprop",
 )
 
 
