@@ -19,6 +19,17 @@ def _numpy_dtype(dtype) -> np.dtype:
     return dtype.numpy if hasattr(dtype, "numpy") else np.dtype(dtype)
 
 
+
+def _computed(data: LazyArray) -> None:
+    """Run ``data``'s pending graph if it has one; refuse a buffer XLA was given."""
+    if data.op is not None:
+        graph.barrier()
+    if data.buffer is None:
+        raise RuntimeError(
+            "This xla tensor's buffer was donated to XLA at a barrier, which happens only "
+            "when no live tensor refers to it; please report how it was reached."
+        )
+
 class XLABackend(Backend):
     """Lazy tensors on JAX/XLA: kernels record IR nodes, barriers compile and run them.
 
@@ -78,13 +89,7 @@ class XLABackend(Backend):
         return data
 
     def to_numpy(self, data: LazyArray) -> np.ndarray:
-        if data.op is not None:
-            graph.barrier()
-        if data.buffer is None:
-            raise RuntimeError(
-                "This xla tensor's buffer was donated to XLA at a barrier, which happens only "
-                "when no live tensor refers to it; please report how it was reached."
-            )
+        _computed(data)
         if data.host:
             return data.buffer
         # A copy: a host view of a device buffer would break if XLA reused the buffer.
@@ -94,13 +99,7 @@ class XLABackend(Backend):
         # The buffer itself, no copy: a pending value is computed first, and the
         # buffer is marked shared, since whoever holds it now must never see it
         # donated (reused by XLA) at a later barrier.
-        if data.op is not None:
-            graph.barrier()
-        if data.buffer is None:
-            raise RuntimeError(
-                "This xla tensor's buffer was donated to XLA at a barrier, which happens only "
-                "when no live tensor refers to it; please report how it was reached."
-            )
+        _computed(data)
         data.shared = True
         return data.buffer if not data.host else jax.numpy.asarray(data.buffer)
 
