@@ -7,6 +7,8 @@ from test_param_groups import arrays, gradient_of, make_net
 import s4tf
 from s4tf import optimizers
 
+pytest.importorskip("jax")
+
 
 def test_frozen_parameters_stay_frozen_in_a_captured_step_and_groups_are_refused_there():
     with s4tf.backend("xla"):
