@@ -11,9 +11,10 @@ import threading
 
 import numpy as np
 import pytest
+from tiny_mlp import MLP, eight_examples
 
 import s4tf
-from s4tf import layers, optimizers
+from s4tf import optimizers
 from s4tf.datasets import Batches
 
 pytestmark = pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
@@ -32,23 +33,8 @@ def python_handles_sigint():
     signal.signal(signal.SIGINT, previous)
 
 
-class MLP(s4tf.Layer):
-    hidden: layers.Dense
-    out: layers.Dense
-
-    def __init__(self):
-        self.hidden = layers.Dense(3, 4, activation=s4tf.relu)
-        self.out = layers.Dense(4, 2)
-
-    def __call__(self, x):
-        return self.out(self.hidden(x))
-
-
 def data() -> Batches:
-    rng = np.random.default_rng(0)
-    return Batches.from_arrays(rng.normal(size=(8, 3)).astype(np.float32),
-                               rng.integers(0, 2, size=8), batch_size=4, shuffle=True,
-                               seed=0, prefetch=False)
+    return eight_examples(shuffle=True, seed=0)
 
 
 class StopAfter(s4tf.callbacks.Callback):

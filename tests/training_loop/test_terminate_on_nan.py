@@ -7,9 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from tiny_mlp import MLP, eight_examples
 
 import s4tf
-from s4tf import layers, optimizers
+from s4tf import optimizers
 from s4tf.datasets import Batches
 from s4tf.training_loop import NonFiniteLossError, TerminateOnNaN
 
@@ -17,22 +18,8 @@ needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                                reason="the xla backend needs JAX")
 
 
-class MLP(s4tf.Layer):
-    hidden: layers.Dense
-    out: layers.Dense
-
-    def __init__(self):
-        self.hidden = layers.Dense(3, 4, activation=s4tf.relu)
-        self.out = layers.Dense(4, 2)
-
-    def __call__(self, x):
-        return self.out(self.hidden(x))
-
-
 def data() -> Batches:
-    rng = np.random.default_rng(0)
-    return Batches.from_arrays(rng.normal(size=(8, 3)).astype(np.float32),
-                               rng.integers(0, 2, size=8), batch_size=4, prefetch=False)
+    return eight_examples()
 
 
 def loss_turning(value: float, at_step: int):
