@@ -113,13 +113,15 @@ class Call:
     False
     """
 
-    __slots__ = ("args", "kwargs", "leaves", "signature", "parameters", "cells")
+    __slots__ = ("args", "kwargs", "leaves", "signature", "parameters", "cells", "_open")
 
     def __init__(self, args, kwargs) -> None:
         self.args, self.kwargs = args, kwargs
         self.leaves, self.parameters, self.cells = [], [], []
         parts: list = []
+        self._open: set = set()
         self._walk((args, kwargs), 0, parts)
+        del self._open
         aliases = {}
         for j, leaf in enumerate(self.leaves):
             if not isinstance(leaf, float):
@@ -151,12 +153,22 @@ class Call:
         if kind is None:
             parts.append(("s", type(value), value))
             return
+        # A container that holds itself (``d["self"] = d``) has no finite signature:
+        # say so by name instead of recursing until Python gives up.
+        if id(value) in self._open:
+            raise TypeError(
+                f"s4tf.xla.compile: an argument holds a {type(value).__name__} that contains "
+                "itself (a reference cycle); a captured step's arguments must be trees. "
+                "Pass the values the step reads instead of the cyclic container."
+            )
+        self._open.add(id(value))
         if kind == "cell":
             self.cells.append((value, len(self.leaves) if is_leaf(value.value) else None))
         # A node's class and field names, a dict's keys, a tuple's type and length.
         parts.append((kind, value.__class__, tuple(key for key, _, _ in children)))
         for _, child, _ in children:
             self._walk(child, depth + 1, parts)
+        self._open.discard(id(value))
 
 
 def tensor_part(tensor):

@@ -313,3 +313,31 @@ def test_small_numpy_arguments_written_in_place_are_refused():
         with pytest.raises(s4tf.xla.CaptureError, match="argument 'table' in place: its "
                                                         "contents were written"):
             s4tf.xla.compile(step)(ones(1), np.zeros(3))
+
+
+@pytest.mark.parametrize("kind", ["dict", "list"])
+def test_an_argument_that_contains_itself_is_refused_by_name(kind):
+    cyclic = {"scale": 2.0} if kind == "dict" else [2.0]
+    if kind == "dict":
+        cyclic["self"] = cyclic
+    else:
+        cyclic.append(cyclic)
+
+    @s4tf.xla.compile
+    def step(x, extra):
+        return x * 2.0
+
+    with pytest.raises(TypeError, match=f"holds a {kind} that contains itself"):
+        step(ones(2), cyclic)
+
+
+def test_a_value_shared_twice_without_a_cycle_still_captures():
+    shared = {"scale": 3.0}
+
+    @s4tf.xla.compile
+    def step(x, pair):
+        return x * pair[0]["scale"] + pair[1]["scale"]
+
+    for _ in range(3):
+        out = step(ones(2), (shared, shared))
+    np.testing.assert_allclose(np.asarray(out), [6.0, 6.0])
