@@ -29,8 +29,8 @@ their dtype and are as accurate as a float32 computation rounded once.
 
 The convolutions share their chunks with the kernel pool
 (:func:`s4tf.backends.im2col.shares`) with OpenBLAS held at one thread, and
-the row-wise kernels (:data:`ROW_WISE`: ReLU, GELU, layer and batch norm)
-run in blocks of rows on it, bit for bit as on one thread.
+GELU's gradient (:data:`ROW_WISE`) runs in blocks of rows on it, bit for
+bit as on one thread.
 """
 
 from __future__ import annotations
@@ -68,9 +68,12 @@ FLOAT32_ARITHMETIC = (
 
 #: The kernels whose output rows depend on the same rows of their leading operands
 #: alone (the other operands have no row axis), and how many leading operands they
-#: take: run in blocks of rows on the kernel pool (:func:`_by_rows`).
-ROW_WISE = {"relu": 1, "relu_grad": 2, "gelu": 1, "gelu_grad": 2, "layer_norm": 1,
-            "layer_norm_backprop": 2, "batch_norm": 1}
+#: take: run in blocks of rows on the kernel pool (:func:`_by_rows`). GELU's
+#: gradient, some fifteen passes over (batch, positions, 4 * width) temporaries, runs
+#: 1.7-2.5x faster so (transformer sizes, 2 cores); GELU itself, layer norm and its
+#: gradient, ReLU and batch norm measured 0.6-1.5x, mostly slower: their few passes
+#: cost less than the pool's hand-off and the copy into the output.
+ROW_WISE = {"gelu_grad": 2}
 
 
 class NumPyKernels(ArrayKernels):
@@ -199,22 +202,18 @@ def _by_rows(kernel, leading):
 
     For kernels whose every output row depends only on the same rows (the
     first index) of the ``leading`` operands, all shaped like the output;
-    the other operands (a scale, an offset, a batch norm's moments) have
-    fewer axes and go whole to every block. :func:`im2col.shares` runs the
-    blocks on every core, and blocks of about :data:`im2col.CHUNK_BYTES`
-    keep a composite kernel's temporaries in cache (GELU's gradient: 2x
-    faster on one core). Each block computes exactly what the whole call
-    would for its rows, so the bits do not depend on the thread count or the
-    block size. With one thread the kernel runs whole: copying the blocks
-    into the output costs more than the cache saves for most kernels (a
-    layer norm: 30 %).
+    any other operands have fewer axes and go whole to every block.
+    :func:`im2col.shares` runs the blocks on every core, and blocks of about
+    :data:`im2col.CHUNK_BYTES` keep the kernel's temporaries in cache. Each
+    block computes exactly what the whole call would for its rows, so the
+    bits do not depend on the thread count or the block size. With one
+    thread the kernel runs whole, as it always did.
     """
     @functools.wraps(kernel)
     def run(self, *args, **params):
         x = args[0]
         if (not isinstance(x, np.ndarray) or x.dtype not in _BLAS or x.ndim < 2
                 or x.nbytes < 2 * im2col.CHUNK_BYTES or im2col.threads() == 1
-                or params.get("axis", -1) % x.ndim != x.ndim - 1
                 # Another dtype would change the result's, a row axis elsewhere its rows.
                 or any(not isinstance(a, np.ndarray) or a.dtype != x.dtype
                        or (a.shape != x.shape if i < leading else a.ndim >= x.ndim)
