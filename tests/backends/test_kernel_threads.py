@@ -188,3 +188,17 @@ def test_row_wise_kernels_run_whole_when_an_operand_would_change_the_result(monk
     assert KERNELS.gelu_grad(v.astype(np.float64), x).dtype == np.float64
     assert KERNELS.gelu_grad(v, x[:1]).shape == (4, 3)
     assert calls == [4]
+
+
+def test_im2col_keeps_its_buffer_between_calls_but_never_shares_an_open_one():
+    x = np.random.default_rng(5).standard_normal((1, 6, 6, 8)).astype(np.float32)
+    args = (np, x, (4, 4), (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    [(_, _, first)] = list(im2col.columns(*args))
+    want = first.copy()
+    [(_, _, again)] = list(im2col.columns(*args))
+    assert np.shares_memory(first, again)  # no fresh pages to fault in on every call
+    outer, inner = im2col.columns(*args), im2col.columns(*args[:1], 2 * x, *args[2:])
+    (_, _, a), (_, _, b) = next(outer), next(inner)
+    assert not np.shares_memory(a, b)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, 2 * want)
