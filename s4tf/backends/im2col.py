@@ -123,24 +123,27 @@ def threads() -> int:
 def _openblas_threads():
     """The ``(get, set)`` thread-count functions of the OpenBLAS NumPy uses, or ``None``.
 
-    Found among the libraries this process has loaded (Linux's
-    ``/proc/self/maps``), else in the ``numpy.libs`` folder of NumPy's wheels;
-    the names carry the prefix and suffix of the build (``scipy_openblas``,
+    Looked for in the ``numpy.libs`` folder of NumPy's wheels first (SciPy
+    bundles an OpenBLAS of its own, which would be the wrong one to switch),
+    then among the libraries this process has loaded (Linux's
+    ``/proc/self/maps``: a NumPy built against the system's OpenBLAS); the
+    names carry the prefix and suffix of the build (``scipy_openblas``,
     ``64_``), as threadpoolctl looks them up. Looked up once.
     """
     global _openblas
     if _openblas is not ...:
         return _openblas
     _openblas = None
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()
-                     and line.split()[-1].startswith("/")}
-    except OSError:  # not on Linux
-        paths = set()
-    paths.update(glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                                        "*openblas*")))
-    for path in sorted(paths):
+    paths = sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
+                                          "*openblas*")))
+    if not paths:
+        try:
+            with open("/proc/self/maps") as maps:
+                paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()
+                                and line.split()[-1].startswith("/")})
+        except OSError:  # not on Linux
+            paths = []
+    for path in paths:
         try:
             library = ctypes.CDLL(path)
         except OSError:

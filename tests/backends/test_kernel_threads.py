@@ -202,3 +202,15 @@ def test_im2col_keeps_its_buffer_between_calls_but_never_shares_an_open_one():
     assert not np.shares_memory(a, b)
     np.testing.assert_array_equal(a, want)
     np.testing.assert_array_equal(b, 2 * want)
+
+
+def test_one_blas_thread_switches_the_openblas_numpy_runs_on():
+    functions = im2col._openblas_threads()
+    if functions is None:
+        pytest.skip("this NumPy has no OpenBLAS that can be switched")
+    get, put = functions
+    before = get()
+    with im2col.one_blas_thread():
+        assert get() == 1
+        assert (np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32))[0, 0] == 256
+    assert get() == before
