@@ -4,9 +4,13 @@ One process, interleaved (benchmarks/README.md: performance claims live here).
 The naive convolutions run their im2col chunks on a thread pool of
 ``S4TF_THREADS`` threads (read at every call, so one process can switch it);
 OpenBLAS's own threads are switched with its ``openblas_set_num_threads``
-(through ctypes on the library NumPy bundles). Each round runs one step of
-every combination, each followed by one PyTorch eager step at PyTorch's
-default threads, so every side sees the same load. Prints JSON: the median
+(through ctypes on the library NumPy bundles). While the pool has several
+threads the package itself holds OpenBLAS at one thread inside every
+convolution, so ``kernels2_blas1`` and ``kernels2_blas2`` differ only in the
+other GEMMs. ``default`` is what a user gets who sets nothing: ``S4TF_THREADS``
+unset, OpenBLAS at every core. Each round runs one step of every
+combination, each followed by one PyTorch eager step at PyTorch's default
+threads, so every side sees the same load. Prints JSON: the median
 milliseconds per step of each combination and of PyTorch, and each
 combination's throughput ratio s4tf / PyTorch (above 1: s4tf is faster).
 Without PyTorch, or without a bundled OpenBLAS to switch, the script says so.
@@ -60,6 +64,7 @@ def main() -> None:
     setter, why = _openblas_threads_setter()
     blas = [1, cores] if setter is not None else [None]
     configs = {f"kernels{k}_blas{b or 'default'}": (k, b) for b in blas for k in (1, cores)}
+    configs["default"] = (None, cores if setter is not None else None)
     report = {"benchmark": "resnet56_naive_threads", "batch": args.batch, "rounds": args.rounds,
               "cpus": cores, "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
               "load": os.getloadavg()[0]}
@@ -80,7 +85,10 @@ def main() -> None:
 
     def ours(config):
         kernels, blas_threads = configs[config]
-        os.environ[im2col.THREADS_VARIABLE] = str(kernels)
+        if kernels is None:
+            os.environ.pop(im2col.THREADS_VARIABLE, None)
+        else:
+            os.environ[im2col.THREADS_VARIABLE] = str(kernels)
         if blas_threads is not None:
             setter(ctypes.c_int(blas_threads))
         return timed(mine)

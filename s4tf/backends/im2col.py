@@ -31,6 +31,9 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import glob
 import itertools
 import os
 import threading
@@ -41,13 +44,17 @@ import numpy as np
 from .windows import offset_keys, size
 
 __all__ = ["CHUNK_BYTES", "by_rows", "chunks", "column_chunks", "columns", "no_copy",
-           "offset_major", "row_chunks", "rows", "shares", "threads"]
+           "offset_major", "one_blas_thread", "row_chunks", "rows", "shares", "threads"]
 
 #: Target size of one im2col block: a fraction of a core's L2 cache (1-2 MiB on
 #: today's CPUs), so the block, its GEMM's other operands and its output stay
 #: there together. 512 KiB measured at least as fast as 1 MiB on every shape of
 #: benchmarks/conv.py (2 MiB L2), and faster on most.
 CHUNK_BYTES = 1 << 19
+
+#: The largest im2col buffer a thread keeps between calls (see ``_buffer``): a block
+#: is about :data:`CHUNK_BYTES`, or one image's columns when those are more.
+KEPT_BYTES = 8 * CHUNK_BYTES
 
 #: Channels-last rows shorter than this many bytes per pixel copy faster offset-major.
 OFFSET_MAJOR_BELOW_BYTES = 16
@@ -63,17 +70,27 @@ _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_T
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _in_worker = threading.local()
+_scratch = threading.local()  # each thread's im2col buffer (see _buffer)
+
+#: The ``(get, set)`` thread-count functions of the OpenBLAS NumPy calls, ``None``
+#: when there is none to switch, or ``...`` before the first look.
+_openblas = ...
+#: How many :func:`one_blas_thread` blocks are open (the first saves and switches,
+#: the last restores), the count OpenBLAS had before them, and their lock.
+_blas_holders = 0
+_blas_saved = 1
+_blas_lock = threading.Lock()
 
 
 def threads() -> int:
     """How many threads the chunked naive kernels run on.
 
-    ``S4TF_THREADS`` when set; otherwise every CPU this process may use when
-    OpenBLAS is single-threaded (``OPENBLAS_NUM_THREADS=1``, or
-    ``GOTO_NUM_THREADS`` / ``OMP_NUM_THREADS`` in its absence), else 1: with
-    OpenBLAS's own threads on every core, concurrent chunks oversubscribe the
-    cores and measured up to 2.4x slower (benchmarks/RESULTS.md, issue 24).
-    Read on every call, so setting a variable takes effect at once.
+    ``S4TF_THREADS`` when set; otherwise every CPU this process may use,
+    unless OpenBLAS uses several threads and cannot be switched to one while
+    the chunks run (see :func:`shares`): then 1, since concurrent chunks next
+    to OpenBLAS's own threads on every core oversubscribe the cores and
+    measured up to 2.4x slower (benchmarks/RESULTS.md, issue 24). Read on
+    every call, so setting a variable takes effect at once.
 
     Examples
     --------
@@ -95,12 +112,87 @@ def threads() -> int:
         return count
     blas = next((os.environ[name].strip() for name in _BLAS_THREAD_VARIABLES
                  if os.environ.get(name, "").strip()), None)
-    if blas != "1":
+    if blas != "1" and _openblas_threads() is None:
         return 1
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _openblas_threads():
+    """The ``(get, set)`` thread-count functions of the OpenBLAS NumPy uses, or ``None``.
+
+    Looked for in the ``numpy.libs`` folder of NumPy's wheels first (SciPy
+    bundles an OpenBLAS of its own, which would be the wrong one to switch),
+    then among the libraries this process has loaded (Linux's
+    ``/proc/self/maps``: a NumPy built against the system's OpenBLAS); the
+    names carry the prefix and suffix of the build (``scipy_openblas``,
+    ``64_``), as threadpoolctl looks them up. Looked up once.
+    """
+    global _openblas
+    if _openblas is not ...:
+        return _openblas
+    _openblas = None
+    paths = sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
+                                          "*openblas*")))
+    if not paths:
+        try:
+            with open("/proc/self/maps") as maps:
+                paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()
+                                and line.split()[-1].startswith("/")})
+        except OSError:  # not on Linux
+            paths = []
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in itertools.product(("scipy_openblas", "openblas"), ("64_", "")):
+            get = getattr(library, f"{prefix}_get_num_threads{suffix}", None)
+            put = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
+            if get is not None and put is not None:
+                _openblas = get, put
+                return _openblas
+    return _openblas
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """OpenBLAS held at one thread inside the block (each chunk's GEMM on its own core).
+
+    The chunks of :func:`shares` already fill the cores; OpenBLAS's threads
+    beside them would make two threads per core. The count it had is put
+    back when the last open block closes (blocks from several callers nest).
+    Nothing happens when OpenBLAS cannot be switched.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with one_blas_thread():
+    ...     product = np.ones((64, 64), np.float32) @ np.ones((64, 64), np.float32)
+    >>> float(product[0, 0])
+    64.0
+    """
+    global _blas_holders, _blas_saved
+    functions = _openblas_threads()
+    if functions is None:
+        yield
+        return
+    get, put = functions
+    with _blas_lock:
+        if _blas_holders == 0:
+            _blas_saved = get()
+            if _blas_saved != 1:
+                put(1)
+        _blas_holders += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_holders -= 1
+            if _blas_holders == 0 and _blas_saved != 1:
+                put(_blas_saved)
 
 
 def shares(xp, work, parts):
@@ -109,7 +201,8 @@ def shares(xp, work, parts):
     The shares run at once on a persistent thread pool (NumPy releases the GIL
     in BLAS and in copies), the first on the calling thread; each share must
     write only its own slices of shared arrays, so the result does not depend
-    on the thread count. Results come back in the order of ``parts``. One
+    on the thread count. While they run, OpenBLAS is held at one thread
+    (:func:`one_blas_thread`). Results come back in the order of ``parts``. One
     share (a single thread, a single part, a namespace other than NumPy, or a
     call from a pool thread itself) runs on the calling thread alone.
 
@@ -128,11 +221,12 @@ def shares(xp, work, parts):
         cuts.append(cuts[-1] + step + (i < extra))
     pieces = [parts[a:b] for a, b in itertools.pairwise(cuts)]
     pool = _executor(count - 1)
-    futures = [pool.submit(_as_worker, work, piece) for piece in pieces[1:]]
-    try:
-        first = work(pieces[0])
-    finally:  # never leave a share running on buffers the caller is about to free
-        rest = [future.result() for future in futures]
+    with one_blas_thread():
+        futures = [pool.submit(_as_worker, work, piece) for piece in pieces[1:]]
+        try:
+            first = work(pieces[0])
+        finally:  # never leave a share running on buffers the caller is about to free
+            rest = [future.result() for future in futures]
     return [first, *rest]
 
 
@@ -266,16 +360,37 @@ def _padded(xp, x, padding, channels_first):
     return out
 
 
+@contextlib.contextmanager
 def _buffer(xp, shape_of, chunks, dtype):
-    """One buffer for the largest chunk; ``block(n)`` is its prefix shaped for ``n`` images."""
+    """One buffer for the largest chunk; ``block(n)`` is its prefix shaped for ``n`` images.
+
+    On NumPy the calling thread's buffer is kept for its next call (grown when
+    too small, up to :data:`KEPT_BYTES`): a fresh one is fresh pages, faulted
+    in on first touch, which cost ~6 % of a ResNet-56 step's CPU. A thread
+    whose buffer is still in use (a second column generator open at once)
+    gets a new one.
+    """
     largest = max((stop - start for start, stop in chunks), default=0)
-    flat = xp.empty(size(shape_of(largest)), dtype=dtype)
+    count = size(shape_of(largest))
+    need = count * np.dtype(dtype).itemsize
+    kept = xp is np and need <= KEPT_BYTES and not getattr(_scratch, "busy", False)
+    if kept:
+        if getattr(_scratch, "bytes", None) is None or _scratch.bytes.nbytes < need:
+            _scratch.bytes = np.empty(need, np.uint8)
+        flat = _scratch.bytes[:need].view(dtype)
+        _scratch.busy = True
+    else:
+        flat = xp.empty(count, dtype=dtype)
 
     def block(n):
         shape = shape_of(n)
         return flat[:size(shape)].reshape(shape)
 
-    return block
+    try:
+        yield block
+    finally:
+        if kept:
+            _scratch.busy = False
 
 
 def _pixel_major(xp, x, out_spatial, window, strides, padding, dilations, chunks):
@@ -295,12 +410,12 @@ def _pixel_major(xp, x, out_spatial, window, strides, padding, dilations, chunks
         + tuple(a * d for a, d in zip(spatial, dilations, strict=True)) + (steps[-1],),
     )
     width = size(window) * x.shape[-1]
-    block = _buffer(xp, lambda n: (n,) + tuple(out_spatial) + tuple(window) + (x.shape[-1],),
-                    chunks, x.dtype)
-    for start, stop in chunks:
-        cols = block(stop - start)
-        xp.copyto(cols, view[start - first:stop - first])
-        yield cols.reshape(-1, width)
+    with _buffer(xp, lambda n: (n,) + tuple(out_spatial) + tuple(window) + (x.shape[-1],),
+                 chunks, x.dtype) as block:
+        for start, stop in chunks:
+            cols = block(stop - start)
+            xp.copyto(cols, view[start - first:stop - first])
+            yield cols.reshape(-1, width)
 
 
 def _offset_major(xp, x, out_spatial, window, strides, padding, dilations, groups, chunks):
@@ -314,12 +429,12 @@ def _offset_major(xp, x, out_spatial, window, strides, padding, dilations, group
     channels = x.shape[-1]
     keys = offset_keys(window, strides, dilations, out_spatial)
     grouped = (groups, channels // groups)
-    block = _buffer(xp, lambda n: (groups, len(keys)) + grouped[1:] + (n,) + tuple(out_spatial),
-                    chunks, x.dtype)
-    for start, stop in chunks:
-        cols = block(stop - start)
-        images = source[:, start - first:stop - first]
-        for tap, key in enumerate(keys):
-            slab = images[(slice(None), slice(None)) + key]
-            xp.copyto(cols[:, tap], slab.reshape(grouped + slab.shape[1:]))
-        yield cols.reshape(groups, len(keys) * grouped[1], -1)
+    with _buffer(xp, lambda n: (groups, len(keys)) + grouped[1:] + (n,) + tuple(out_spatial),
+                 chunks, x.dtype) as block:
+        for start, stop in chunks:
+            cols = block(stop - start)
+            images = source[:, start - first:stop - first]
+            for tap, key in enumerate(keys):
+                slab = images[(slice(None), slice(None)) + key]
+                xp.copyto(cols[:, tap], slab.reshape(grouped + slab.shape[1:]))
+            yield cols.reshape(groups, len(keys) * grouped[1], -1)

@@ -1,4 +1,4 @@
-"""The naive convolution kernels on a thread pool: bit-identical to one thread, and really shared."""
+"""The naive kernels on a thread pool: bit-identical to one thread, really shared, OpenBLAS kept aside."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from s4tf.backends import im2col
+from s4tf.backends.naive import kernels
 from s4tf.backends.naive.kernels import NumPyKernels
 
 KERNELS = NumPyKernels(np)
@@ -87,13 +88,129 @@ def test_a_bad_thread_count_is_named(setting, monkeypatch):
         im2col.threads()
 
 
-@pytest.mark.parametrize(("blas", "pooled"), [(None, False), ("2", False), ("1", True)])
-def test_the_pool_defaults_to_the_cores_only_beside_single_threaded_blas(blas, pooled,
-                                                                         monkeypatch):
+class _FakeOpenBLAS:
+    """OpenBLAS's ``(get, set)`` thread-count functions, over a count of our own."""
+
+    def __init__(self, count=2):
+        self.count = count
+
+    def get(self):
+        return self.count
+
+    def set(self, count):
+        self.count = count
+
+
+@pytest.mark.parametrize(("blas", "switchable", "pooled"),
+                         [(None, False, False), ("2", False, False), ("1", False, True),
+                          (None, True, True), ("2", True, True)])
+def test_the_pool_defaults_to_the_cores_where_openblas_can_make_room(blas, switchable, pooled,
+                                                                      monkeypatch):
     monkeypatch.delenv("S4TF_THREADS", raising=False)
     for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     if blas is not None:
         monkeypatch.setenv("OPENBLAS_NUM_THREADS", blas)
+    fake = _FakeOpenBLAS()
+    monkeypatch.setattr(im2col, "_openblas", (fake.get, fake.set) if switchable else None)
     monkeypatch.setattr(im2col.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert im2col.threads() == (3 if pooled else 1)
+
+
+def test_shares_hold_openblas_at_one_thread_and_restore_it(monkeypatch):
+    fake = _FakeOpenBLAS(4)
+    monkeypatch.setattr(im2col, "_openblas", (fake.get, fake.set))
+    monkeypatch.setenv("S4TF_THREADS", "2")
+    seen = im2col.shares(np, lambda parts: fake.count, [(0, 1), (1, 2)])
+    assert seen == [1, 1] and fake.count == 4
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], ((2, 4, 4, 8), (1, 1, 8, 4), (1, 1),
+                                                       ((0, 0), (0, 0)))])
+def test_convolutions_keep_openblas_at_one_thread_beside_the_pool(case, monkeypatch):
+    # Every GEMM of a convolution, also one that runs outside the pool's shares (a
+    # 1x1 window's single product, the last case): a multi-threaded call would leave
+    # OpenBLAS's worker spinning on the core the next chunks need.
+    fake, counts = _FakeOpenBLAS(), []
+    monkeypatch.setattr(im2col, "_openblas", (fake.get, fake.set))
+    for name in ("_gemm_into", "_mm"):
+        original = getattr(NumPyKernels, name)
+        monkeypatch.setattr(NumPyKernels, name, lambda self, *args, _original=original:
+                            counts.append(fake.count) or _original(self, *args))
+    monkeypatch.setenv("S4TF_THREADS", "2")
+    _conv_and_gradients(case)
+    assert counts and set(counts) == {1} and fake.count == 2
+    counts.clear()
+    monkeypatch.setenv("S4TF_THREADS", "1")  # no pool: OpenBLAS keeps its threads
+    _conv_and_gradients(case)
+    assert counts and set(counts) == {2}
+
+
+# (kernel, leading operands, the others' shapes): every kernel of ROW_WISE.
+ROW_CASES = [("gelu_grad", [(8, 6, 5)] * 2, [])]
+
+
+def test_every_row_wise_kernel_is_checked():
+    assert set(kernels.ROW_WISE) == {case[0] for case in ROW_CASES}
+
+
+@pytest.mark.parametrize(("name", "leading", "others"), ROW_CASES, ids=[c[0] for c in ROW_CASES])
+def test_row_wise_kernels_share_rows_and_keep_the_bits_of_one_thread(name, leading, others,
+                                                                    monkeypatch):
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(shape).astype(np.float32) for shape in leading + others]
+    params = {"epsilon": 1e-5} if "norm" in name else {}
+    calls = []
+    original = im2col.shares
+    monkeypatch.setattr(im2col, "shares", lambda xp, work, parts: calls.append(len(parts))
+                        or original(xp, work, parts))
+    monkeypatch.setenv("S4TF_THREADS", "1")
+    alone = getattr(KERNELS, name)(*args, **params)
+    assert not calls  # one thread: the kernel runs whole
+    for count in ("2", "3"):
+        monkeypatch.setenv("S4TF_THREADS", count)
+        got = getattr(KERNELS, name)(*args, **params)
+        assert got.dtype == alone.dtype and got.shape == alone.shape
+        np.testing.assert_array_equal(got.view(np.uint8), alone.view(np.uint8))
+    assert calls == [8, 8]  # a block per row (CHUNK_BYTES is 1 here)
+
+
+def test_row_wise_kernels_run_whole_when_an_operand_would_change_the_result(monkeypatch):
+    monkeypatch.setenv("S4TF_THREADS", "2")
+    calls = []
+    original = im2col.shares
+    monkeypatch.setattr(im2col, "shares", lambda xp, work, parts: calls.append(len(parts))
+                        or original(xp, work, parts))
+    v, x = np.ones((4, 3), np.float32), np.ones((4, 3), np.float32)
+    KERNELS.gelu_grad(v, x)
+    assert calls == [4]
+    # A float64 operand makes a float64 result; a broadcast one has no rows to cut.
+    assert KERNELS.gelu_grad(v.astype(np.float64), x).dtype == np.float64
+    assert KERNELS.gelu_grad(v, x[:1]).shape == (4, 3)
+    assert calls == [4]
+
+
+def test_im2col_keeps_its_buffer_between_calls_but_never_shares_an_open_one():
+    x = np.random.default_rng(5).standard_normal((1, 6, 6, 8)).astype(np.float32)
+    args = (np, x, (4, 4), (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    [(_, _, first)] = list(im2col.columns(*args))
+    want = first.copy()
+    [(_, _, again)] = list(im2col.columns(*args))
+    assert np.shares_memory(first, again)  # no fresh pages to fault in on every call
+    outer, inner = im2col.columns(*args), im2col.columns(*args[:1], 2 * x, *args[2:])
+    (_, _, a), (_, _, b) = next(outer), next(inner)
+    assert not np.shares_memory(a, b)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, 2 * want)
+
+
+def test_one_blas_thread_switches_the_openblas_numpy_runs_on():
+    functions = im2col._openblas_threads()
+    if functions is None:
+        pytest.skip("this NumPy has no OpenBLAS that can be switched")
+    get, put = functions
+    before = get()
+    with im2col.one_blas_thread():
+        assert get() == 1
+        assert (np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32))[0, 0] == 256
+    assert get() == before
