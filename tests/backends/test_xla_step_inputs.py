@@ -51,3 +51,27 @@ def test_a_slices_gradient_uploads_no_zeros_of_the_sliced_shape():
     expected = np.zeros((3, 4), np.float32)
     expected[:, 2:] = 2 * np.arange(12.0).reshape(3, 4)[:, 2:]
     np.testing.assert_array_equal(grad.numpy(), expected)
+
+
+def test_layer_norm_gradient_reduces_only_for_the_scale_and_offset():
+    # The unit scale its rules need is a broadcast constant, not
+    # sum(x * 0) * 0 + 1: no extra pass over x, no extra scalar inputs.
+    from s4tf.ops.layer_norm import layer_norm
+
+    rng = np.random.default_rng(0)
+    with s4tf.backend("xla"):
+        x = s4tf.Tensor(rng.normal(size=(4, 3, 8)).astype(np.float32))
+        scale = s4tf.Tensor(rng.normal(size=(8,)).astype(np.float32))
+        offset = s4tf.zeros([8])
+    s4tf.barrier()
+    grads = s4tf.gradient(x, scale, offset,
+                          of=lambda x, s, b: (layer_norm(x, s, b, epsilon=1e-5) ** 2).sum())
+    trace = graph.collect()
+    ops = [op for _, op, _, _ in trace.program]
+    graph.execute(trace)
+    assert ops.count("reduce_sum") == 2, ops
+    with s4tf.backend("naive"):
+        expected = s4tf.gradient(*(s4tf.to_backend(t, "naive") for t in (x, scale, offset)),
+                                 of=lambda x, s, b: (layer_norm(x, s, b, epsilon=1e-5) ** 2).sum())
+    for got, want in zip(grads, expected, strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
