@@ -18,7 +18,7 @@ softmax cross-entropy against the next token and plain SGD, float32:
   GPT-2 architecture, rewritten here so benchmarks never import tests), when
   ``torch`` is importable.
 
-All four start from the same weights (those of the s4tf model), so their first
+All sides start from the same weights (those of the s4tf model), so their first
 losses agree; ``final_loss`` is a sanity check, not a timing.
 
 Usage: ``python benchmarks/transformer_step.py [--steps 10] [--batch 16]``.
