@@ -10,13 +10,15 @@ softmax cross-entropy against the next token and plain SGD, float32:
 * ``s4tf_naive``: the eager NumPy backend;
 * ``s4tf_xla``: the lazy tensor, ``s4tf.barrier()`` after each update, plus the
   Python time per step spent tracing (recording ops);
+* ``s4tf_captured``: the same step under ``s4tf.xla.compile``: after the
+  capture and its checks, calls replay the compiled program without tracing;
 * ``jax``: a hand-written ``jax.jit`` step with donated parameters, batch and
   position axes folded into one before each matmul (the XLA limit here);
 * ``torch``: the same network in PyTorch eager (``tests/models/torch_twins.py``'s
   GPT-2 architecture, rewritten here so benchmarks never import tests), when
   ``torch`` is importable.
 
-All four start from the same weights (those of the s4tf model), so their first
+All sides start from the same weights (those of the s4tf model), so their first
 losses agree; ``final_loss`` is a sanity check, not a timing.
 
 Usage: ``python benchmarks/transformer_step.py [--steps 10] [--batch 16]``.
@@ -63,6 +65,24 @@ def initial_weights() -> dict:
                             ("fc", block.mlp.fc), ("fc_proj", block.mlp.projection)):
             w[f"{i}.{name}_w"], w[f"{i}.{name}_b"] = dense.weight.numpy(), dense.bias.numpy()
     return w
+
+
+def run_s4tf_captured(data, steps, warmup):
+    with s4tf.backend("xla"):
+        model = initial_model("xla")
+        x, y = s4tf.Tensor(data[:, :-1]), s4tf.Tensor(data[:, 1:])
+
+    @s4tf.xla.compile
+    def step(m):
+        loss, grads = s4tf.value_with_gradient(
+            m, of=lambda m: s4tf.softmax_cross_entropy(logits=m(x), labels=y))
+        return m.moved(along=grads * -LR), loss
+
+    # The first calls capture and verify (they run the body); later ones replay.
+    seconds, (_, loss) = _timed(lambda s: step(s[0]), (model, None), steps, warmup,
+                                lambda s: float(s[1]))
+    return {"examples_per_s": steps * len(data) / seconds, "ms_per_step": 1e3 * seconds / steps,
+            "final_loss": float(loss), "body_runs": step.body_runs}
 
 
 def run_s4tf(backend, data, steps, warmup):
@@ -244,8 +264,8 @@ def main() -> None:
     parser.add_argument("--naive-steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--only", default="naive,xla,jax,torch",
-                        help="comma-separated subset of naive, xla, jax, torch")
+    parser.add_argument("--only", default="naive,xla,captured,jax,torch",
+                        help="comma-separated subset of naive, xla, captured, jax, torch")
     args = parser.parse_args()
     only = set(args.only.split(","))
     data = tokens(args.batch)
@@ -254,6 +274,8 @@ def main() -> None:
         results["s4tf_naive"] = run_s4tf("naive", data, args.naive_steps, 1)
     if "xla" in only:
         results["s4tf_xla"] = run_s4tf("xla", data, args.steps, args.warmup)
+    if "captured" in only:
+        results["s4tf_captured"] = run_s4tf_captured(data, args.steps, args.warmup)
     if "jax" in only:
         results["jax"] = run_jax(data, args.steps, args.warmup)
     if "torch" in only:
@@ -261,11 +283,12 @@ def main() -> None:
             results["torch"] = run_torch(data, args.steps, args.warmup)
         except ImportError as error:
             results["torch"] = {"skipped": f"torch is not importable: {error}"}
-    rate = {name: results[name]["examples_per_s"] for name in ("s4tf_naive", "s4tf_xla", "jax",
-                                                              "torch")
+    rate = {name: results[name]["examples_per_s"] for name in ("s4tf_naive", "s4tf_xla",
+                                                              "s4tf_captured", "jax", "torch")
             if name in results and "examples_per_s" in results[name]}
     results["ratios"] = {f"{a}_vs_{b}": rate[a] / rate[b]
                          for a, b in (("s4tf_xla", "torch"), ("s4tf_xla", "jax"),
+                                      ("s4tf_captured", "torch"), ("s4tf_captured", "jax"),
                                       ("s4tf_naive", "torch"))
                          if a in rate and b in rate}
     print(json.dumps(results, indent=2))

@@ -57,10 +57,13 @@ def _like(t, value, dtype):
     if not isinstance(t, Tensor):
         return 0.0 * value if isinstance(t, float | int) else full(np.shape(t), value, dtype)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else t.dtype
-    if not all(isinstance(n, (int, np.integer)) for n in t.shape):
+    backend = t._backend
+    if backend.lazy or not all(isinstance(n, (int, np.integer)) for n in t.shape):
         # A symbolic size (the batch axis of s4tf.export, on the jax backend) fits no host
-        # array: the backend broadcasts the scalar, as jnp.full does.
-        backend = t._backend
+        # array: the backend broadcasts the scalar, as jnp.full does. On a lazy backend a
+        # broadcast node also beats a host array: the array would be uploaded at every
+        # step (megabytes for the zeros a slice's cotangent is added into) and enter the
+        # compiled step as a buffer XLA must copy before writing into it.
         data = backend.kernels.broadcast_to(backend.scalar(value, dtype), shape=t.shape)
         return Tensor._wrap(data, backend)
     return from_numpy(np.full(t.shape, value, dtype=dtype.numpy), dtype, like=t)

@@ -15,7 +15,7 @@ from ..dtypes import int32 as _int32
 from ..layers import Layer
 from ..layers.layer import check_input_shape
 from ..learning_phase import inference
-from ..ops import matmul, reshape, split, transpose
+from ..ops import matmul, reshape, transpose
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.shapes import shape_of
 from ..tensor import Tensor, from_numpy
@@ -92,10 +92,11 @@ class CausalSelfAttention(Layer):
         batch, length, _ = shape_of(x)
         head_size = width // self.heads
 
-        def heads_first(t):
-            return transpose(reshape(t, (batch, length, self.heads, head_size)), (0, 2, 1, 3))
-
-        q, k, v = (heads_first(t) for t in split(self.qkv(x), 3, axis=-1))
+        # (batch, length, [q k v], heads, head_size) -> ([q k v], batch, heads, length,
+        # head_size): one transpose for the three instead of one each.
+        packed = transpose(reshape(self.qkv(x), (batch, length, 3, self.heads, head_size)),
+                           (2, 0, 3, 1, 4))
+        q, k, v = packed[0], packed[1], packed[2]
         attended = scaled_dot_product_attention(q, k, v, causal=True,
                                                 dropout=self.attention_dropout)
         joined = reshape(transpose(attended, (0, 2, 1, 3)), (batch, length, width))

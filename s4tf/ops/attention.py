@@ -1,7 +1,10 @@
 """Scaled dot-product attention (Vaswani et al. 2017), shared by the attention layers.
 
-A composite of primitives (matmul, where, softmax): its derivatives come from
-their rules.
+A composite of primitives (matmul_nt, matmul, where, softmax): its derivatives
+come from their rules. The scores are ``matmul_nt(query, key)``, the key's
+transpose inside the product: XLA gets one ``dot_general`` contracting both
+last axes (no transpose of the keys forward or of their cotangent backward),
+NumPy a transposed view BLAS reads as it is.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..tensor import from_numpy
 from .elementwise import logical_and, where
-from .linalg import matmul
-from .shapes import shape_of, transpose
+from .linalg import matmul, matmul_nt
+from .shapes import shape_of
 from .softmax import softmax
 
 __all__ = ["scaled_dot_product_attention"]
@@ -69,8 +72,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = Fa
             f"scaled_dot_product_attention: value {v_shape} must be (..., key_length, size) "
             f"with the key's leading axes and length {k_shape[:-1]}."
         )
-    scores = matmul(query, transpose(key, _swap_last_two(len(k_shape)))) * (
-        1.0 / math.sqrt(q_shape[-1]))
+    scores = matmul_nt(query, key) * (1.0 / math.sqrt(q_shape[-1]))
     allowed = mask
     if causal:
         lower = np.tril(np.ones((q_shape[-2], k_shape[-2]), dtype=bool))
@@ -83,7 +85,3 @@ def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = Fa
     if dropout is not None:
         probabilities = dropout(probabilities)
     return matmul(probabilities, value)
-
-
-def _swap_last_two(rank: int) -> tuple[int, ...]:
-    return (*range(rank - 2), rank - 1, rank - 2)

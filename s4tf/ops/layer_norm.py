@@ -26,12 +26,16 @@ example under ``s4tf.vmap``) falls back to the same formulas in ordinary ops.
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..tensor import from_numpy
 from .batching_helpers import batch_size, move_axis
 from .broadcasting import broadcast_to_, reduce_sum
 from .elementwise import rsqrt
 from .primitive import GenericRule, primitive
 from .reductions import mean
 from .shapes import _reshape, shape_of
+from .tracer import innermost
 
 __all__ = ["layer_norm"]
 
@@ -73,8 +77,15 @@ def _curvature(a, g, x, s, epsilon):
 
 
 def _unit(x):
-    """``(n,)`` ones in ``x``'s dtype: the scale of a plain ``q``."""
-    return _rows(x * 0.0, x) * 0.0 + 1.0
+    """``(n,)`` ones in ``x``'s dtype on ``x``'s backend, a constant: the scale of a plain ``q``.
+
+    A broadcast scalar, not a function of ``x``: computed as ``sum(x * 0) * 0 + 1``
+    it cost a pass over ``x`` per call (XLA may not drop ``x * 0``: NaN) and two
+    scalar inputs per call in a compiled step.
+    """
+    value = innermost(x)
+    one = from_numpy(np.ones((), value.dtype.numpy), like=value)
+    return broadcast_to_(one, shape=shape_of(x)[-1:])
 
 
 # Batching (s4tf.vmap): rows are independent, so a batch of examples is more rows:

@@ -147,6 +147,28 @@ def test_one_training_step_agrees_on_naive_and_xla():
     assert_step_agrees(model, loss_of, tokens[:, :-1], tokens[:, 1:], training=True)
 
 
+def test_attention_transposes_its_heads_once_each_way_on_xla():
+    # The fused projection is reshaped to (batch, length, 3, heads, head_size)
+    # and transposed once for queries, keys and values together; the joined
+    # heads once back. Each transpose is a copy in the compiled step.
+    pytest.importorskip("jax")
+    from s4tf.backends.xla import graph
+
+    with s4tf.backend("xla"):
+        s4tf.random.seed(0)
+        attention = s4tf.models.CausalSelfAttention(width=8, heads=2)
+        x = s4tf.Tensor(np.random.default_rng(1).normal(size=(2, 5, 8)).astype(np.float32))
+    s4tf.barrier()
+    out = attention(x)
+    trace = graph.collect()
+    ops = [op for _, op, _, _ in trace.program]
+    graph.execute(trace)
+    assert ops.count("transpose") == 2, ops
+    with s4tf.backend("naive"):
+        expected = s4tf.to_backend(attention, "naive")(s4tf.to_backend(x, "naive"))
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_summary_lists_the_blocks(capsys):
     s4tf.summary(tiny(), (2, 5), dtype=s4tf.int32)
     out = capsys.readouterr().out

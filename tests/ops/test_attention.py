@@ -69,3 +69,21 @@ def test_shapes_that_do_not_fit_are_named():
         attend(s4tf.zeros([1, 3, 4]), s4tf.zeros([1, 3, 5]), s4tf.zeros([1, 3, 2]))
     with pytest.raises(ValueError, match=r"value \(1, 2, 2\) must be"):
         attend(s4tf.zeros([1, 3, 4]), s4tf.zeros([1, 3, 4]), s4tf.zeros([1, 2, 2]))
+
+
+def test_scores_record_no_transpose_of_the_keys_on_xla():
+    # matmul_nt contracts the last axes of query and key: the keys are not
+    # transposed forward, nor their cotangent backward (one copy each in XLA).
+    pytest.importorskip("jax")
+    from s4tf.backends.xla import graph
+
+    with s4tf.backend("xla"):
+        q, k, v = (s4tf.Tensor(RNG.normal(size=(2, 3, 4, 5)).astype(np.float32)) for _ in range(3))
+    s4tf.barrier()
+    grads = s4tf.gradient(q, k, v, of=lambda q, k, v: s4tf.nn.scaled_dot_product_attention(
+        q, k, v, causal=True).sum())
+    trace = graph.collect()
+    ops = [op for _, op, _, _ in trace.program]
+    graph.execute(trace)
+    assert "transpose" not in ops, ops
+    assert len(grads) == 3
