@@ -18,6 +18,13 @@ a bias's gradient: everything but the channels) adds one short row at a time
 and runs 5-18x slower than memory allows; :meth:`NumPyKernels.reduce_sum`
 gives that sum to BLAS as a vector-matrix product with a vector of ones.
 
+At batch 1 a training step is mostly Python frames, so a few kernels skip
+NumPy's Python-level helpers: ``reshape`` calls the array's method (not
+``numpy.reshape``'s wrapper), a small ``broadcast_to`` writes the array out
+(``numpy.broadcast_to``'s read-only view costs ~2 us to set up), and the
+transposed products call the BLAS product directly rather than through
+another wrapped kernel.
+
 NumPy has no float16 or bfloat16 arithmetic of its own: it converts every
 element to float32 and back inside each loop (float16 matmul: about 10x
 slower than float32, no BLAS), and sums in the low dtype (a float16 sum of
@@ -44,6 +51,10 @@ __all__ = ["NumPyKernels"]
 SELECT_MIN_SIZE = 4096
 #: Below this many elements ``numpy.sum`` is as fast as a BLAS call.
 SUM_MIN_SIZE = 4096
+#: Up to this many elements a broadcast is written out: ``numpy.broadcast_to``'s read-only
+#: view costs ~2 us of Python setup, a small array's copy a fraction of that (a mean's
+#: pullback broadcasts once per step).
+BROADCAST_COPY_MAX_SIZE = 4096
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 _LOW = frozenset({np.dtype(np.float16), as_dtype("bfloat16").numpy})
@@ -83,6 +94,22 @@ class NumPyKernels(ArrayKernels):
         count = math.prod(x.shape[:lead])
         total = np.ones(count, dtype=x.dtype) @ x.reshape(count, -1)
         return total.reshape(((1,) * lead if keepdims else ()) + x.shape[lead:])
+
+    # The transposed products call the BLAS product directly, not through matmul: each
+    # kernel of FLOAT32_ARITHMETIC is wrapped, and a wrapped kernel calling another
+    # pays two more Python frames (a weight gradient, at batch 1, is mostly frames).
+    def matmul_nt(self, x, y):
+        return self._mm(x, y.swapaxes(-1, -2))  # a view, which BLAS reads as it is
+
+    def matmul_tn(self, x, y):
+        return self._mm(x.swapaxes(-1, -2), y)
+
+    def broadcast_to(self, x, *, shape):
+        if math.prod(shape) > BROADCAST_COPY_MAX_SIZE:
+            return np.broadcast_to(x, shape)
+        out = np.empty(shape, x.dtype)
+        out[...] = x
+        return out
 
     def reshape(self, x, *, shape):
         # The array's method, not numpy.reshape: the function's Python wrapper
