@@ -38,6 +38,7 @@ their dtype and are as accurate as a float32 computation rounded once.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 
 import numpy as np
@@ -179,17 +180,9 @@ def _rounded(out, dtype):
 
 
 def _in_float32(kernel):
-    @functools.wraps(kernel)
-    def run(self, *args, **params):
-        # float16 and bfloat16 are 2 bytes wide: one attribute read lets float32 and
-        # float64 operands (nearly every call, at a microsecond or less each) skip the
-        # dtype search below.
-        try:
-            narrow = args[0].dtype.itemsize == 2
-        except (AttributeError, IndexError):
-            narrow = True
-        if not narrow:
-            return kernel(self, *args, **params)
+    """``kernel`` computing float16 and bfloat16 operands in float32 (the module's docstring)."""
+
+    def general(self, *args, **params):
         low = _low_dtype(args)
         if low is None:
             return kernel(self, *args, **params)
@@ -197,7 +190,43 @@ def _in_float32(kernel):
                      for a in args)
         return _rounded(kernel(self, *args, **params), low)
 
-    return run
+    # float16 and bfloat16 are 2 bytes wide: one attribute read sends float32 and float64
+    # operands (nearly every call, each a microsecond or less of work at batch 1) straight
+    # to the kernel. Kernels of one or two arrays and nothing else (the arithmetic, the
+    # products) get a wrapper of that signature: packing *args and **params costs as
+    # much again as the rest of the wrapper.
+    arrays = _array_count(kernel)
+    if arrays == 1:
+        def run(self, x, /):
+            try:
+                wide = x.dtype.itemsize != 2
+            except AttributeError:
+                wide = False
+            return kernel(self, x) if wide else general(self, x)
+    elif arrays == 2:
+        def run(self, x, y, /):
+            try:
+                wide = x.dtype.itemsize != 2
+            except AttributeError:
+                wide = False
+            return kernel(self, x, y) if wide else general(self, x, y)
+    else:
+        def run(self, *args, **params):
+            try:
+                wide = args[0].dtype.itemsize != 2
+            except (AttributeError, IndexError):
+                wide = False
+            return kernel(self, *args, **params) if wide else general(self, *args, **params)
+
+    return functools.wraps(kernel)(run)
+
+
+def _array_count(kernel):
+    """1 or 2: how many arguments ``kernel`` takes after ``self``, when they are all it
+    takes, positional and without defaults; None for any other signature."""
+    parameters = list(inspect.signature(kernel).parameters.values())[1:]
+    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in parameters)
+    return len(parameters) if plain and len(parameters) in (1, 2) else None
 
 
 for _name in FLOAT32_ARITHMETIC:
