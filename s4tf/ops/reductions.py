@@ -142,7 +142,8 @@ def _count(shape, axis):
 # The mean of a floating tensor as one primitive: a sum and a division recorded as one
 # node (one to pull back, one on the lazy backend). Its kernel and both rules compute
 # what the two ops computed, in the same order (the sum, then one division by the
-# count), so values and derivatives are the same to the bit.
+# count), so on the eager backends values and derivatives are the same to the bit (XLA
+# may fuse the division by a constant count differently: within an ulp).
 reduce_mean = primitive(
     "reduce_mean",
     vjp=(lambda g, x, out, axis, keepdims:
