@@ -30,7 +30,8 @@ __all__ = ["LINEAR_ARGUMENTS", "LinearTrace", "linear_transpose"]
 # Arguments outside ``positions`` must not depend on x.
 LINEAR_ARGUMENTS = {
     "add": ("sum", (0, 1)), "sub": ("sum", (0, 1)), "neg": ("sum", (0,)),
-    "reduce_sum": ("sum", (0,)), "broadcast_to": ("sum", (0,)), "cast": ("sum", (0,)),
+    "reduce_sum": ("sum", (0,)), "reduce_mean": ("sum", (0,)),
+    "broadcast_to": ("sum", (0,)), "cast": ("sum", (0,)),
     "reshape": ("sum", (0,)), "transpose": ("sum", (0,)), "getitem": ("sum", (0,)),
     "pad": ("sum", (0,)), "index_add": ("sum", (0, 1)), "gather": ("sum", (0,)),
     "scatter_add": ("sum", (0, 2)), "where": ("sum", (1, 2)), "div": ("sum", (0,)),

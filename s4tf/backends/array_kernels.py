@@ -178,6 +178,19 @@ class ArrayKernels(NNKernels):
     def reduce_sum(self, x, *, axis, keepdims):
         return self.xp.sum(x, axis=axis, keepdims=keepdims)
 
+    def reduce_mean(self, x, *, axis, keepdims):
+        # The sum, then one division by the count, as x.sum() / n computes it: the same
+        # kernels with the same operands, so the same values. The count is what a Python
+        # number becomes in an op: a weak scalar next to an IEEE float, an array of the
+        # sum's dtype otherwise (bfloat16, whose NumPy kind is "V").
+        total = self.reduce_sum(x, axis=axis, keepdims=keepdims)
+        count = 1
+        for a in axis:
+            count *= x.shape[a]
+        dtype = total.dtype
+        divisor = float(count) if dtype.kind == "f" else self.xp.asarray(count, dtype=dtype)
+        return self.div(total, divisor)
+
     def reduce_max(self, x, *, axis, keepdims):
         return self.xp.max(x, axis=axis, keepdims=keepdims)
 

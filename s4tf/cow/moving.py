@@ -78,6 +78,8 @@ def _tangents(value, along) -> list:
     tangents = treedef.tangent_leaves(along, f"moved(along=): the tangents of this {type(value).__name__}")
     for i, (leaf, tangent) in enumerate(zip(leaves, tangents, strict=True)):
         if isinstance(leaf, Tensor) and isinstance(tangent, Tensor):
+            if tangent.shape == leaf.shape:
+                continue  # the common tangent (a gradient), without broadcast_shapes' 2 us
             try:
                 shape = np.broadcast_shapes(tangent.shape, leaf.shape)
             except ValueError:

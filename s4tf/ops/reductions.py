@@ -10,11 +10,12 @@ import builtins
 
 import numpy as np
 
-from ..tensor import from_numpy
+from ..tensor import Tensor, from_numpy
 from .broadcasting import broadcast_to_, kept_shape, reduce_sum, reduction_batch, unreduce
 from .elementwise import cast, equal, mul
 from .primitive import GenericRule, primitive
 from .shapes import reshape, shape_of
+from .tracer import innermost
 
 __all__ = ["argmax", "argmin", "max", "mean", "min", "reduce_max", "reduce_min", "sum",
            "variance"]
@@ -130,6 +131,53 @@ Examples
 """)
 
 
+def _count(shape, axis):
+    """How many elements of ``shape`` each result of a reduction over ``axis`` takes."""
+    count = 1
+    for a in axis:
+        count *= shape[a]
+    return count
+
+
+# The mean of a floating tensor as one primitive: a sum and a division recorded as one
+# node (one to pull back, one on the lazy backend). Its kernel and both rules compute
+# what the two ops computed, in the same order (the sum, then one division by the
+# count), so on the eager backends values and derivatives are the same to the bit (XLA
+# may fuse the division by a constant count differently: within an ulp).
+reduce_mean = primitive(
+    "reduce_mean",
+    vjp=(lambda g, x, out, axis, keepdims:
+         unreduce(g / float(_count(shape_of(x), axis)), x, axis, keepdims),),
+    jvp=(lambda t, x, out, axis, keepdims: reduce_mean(t, axis=axis, keepdims=keepdims),),
+    batch=reduction_batch,
+    signature="x, *, axis, keepdims",
+    doc="""The mean of floating ``x`` over the axes ``axis`` (what ``x.mean()`` calls).
+
+    Parameters
+    ----------
+    x : Tensor
+        Of a floating dtype (:func:`mean` sums other dtypes and divides).
+    axis : tuple of int
+        Non-negative and sorted (``x.mean(axis=...)`` normalises any axis
+        argument to this).
+    keepdims : bool
+        Whether the reduced axes stay, as size 1.
+
+    Examples
+    --------
+    >>> import s4tf
+    >>> from s4tf.ops.reductions import reduce_mean
+    >>> reduce_mean(s4tf.Tensor([[1.0, 2.0], [3.0, 5.0]]), axis=(1,), keepdims=False).tolist()
+    [1.5, 4.0]
+    """,
+)
+
+
+def _is_floating(x) -> bool:
+    """Whether ``x`` is a floating tensor (or a tracer of one): its mean is one primitive."""
+    return isinstance(innermost(x), Tensor) and x.dtype.is_floating
+
+
 def mean(x, axis=None, keepdims=False):
     """Arithmetic mean over ``axis`` (all axes when None).
 
@@ -141,9 +189,9 @@ def mean(x, axis=None, keepdims=False):
     """
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape))
-    count = 1
-    for a in axes:
-        count *= shape[a]
+    count = _count(shape, axes)
+    if isinstance(count, int) and _is_floating(x):
+        return reduce_mean(x, axis=axes, keepdims=bool(keepdims))
     total = reduce_sum(x, axis=axes, keepdims=bool(keepdims))
     if not isinstance(count, (int, np.integer)):
         # A symbolic size (the batch axis of s4tf.export) has no number yet: count the

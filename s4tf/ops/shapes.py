@@ -24,6 +24,8 @@ def shape_of(value) -> tuple[int, ...]:
     # Asked several times per op and per derivative rule, so without the properties'
     # frames: a tracer's shape is its innermost primal's (a float's is ()), unless a
     # batch tracer (s4tf.vmap) on the way hides its batch axis.
+    if type(value) is Tensor:  # the common case, without the isinstance chain
+        return tuple(value._data.shape)
     while isinstance(value, Tracer):
         if value.hides_axis:
             return value.shape

@@ -485,3 +485,53 @@ def test_the_backends_tables_stay_the_same_size_from_step_to_step():
         warm = _table_sizes()
         _train(12, lr_of=lambda i: 0.1 / (1 + i))
         assert _table_sizes() == warm
+
+
+class _CountedHash:
+    """A key part that counts how often it is hashed; equal when its name is."""
+
+    hashes = 0
+
+    def __init__(self, name):
+        self.name = name
+
+    def __hash__(self):
+        _CountedHash.hashes += 1
+        return 7
+
+    def __eq__(self, other):
+        return isinstance(other, _CountedHash) and other.name == self.name
+
+
+def _handmade_trace(op, name):
+    """A one-op trace ``op(x, x)`` whose key holds a _CountedHash and whose hash is 1."""
+    import jax.numpy as jnp
+
+    from s4tf.backends.xla import graph
+
+    trace = graph.Trace()
+    entries = (("P", (2,), "float32", "device", None), (op, _CountedHash(name), (0, 0)))
+    trace.key = (entries, (1,), ())
+    trace.hash = 1  # every handmade trace collides: only the keys can tell them apart
+    trace.program, trace.n_slots = [(1, op, {}, (0, 0))], 2
+    trace.parameter_slots, trace.out_slots, trace.donate = [0], [1], ()
+    trace.arguments = (jnp.asarray([3.0, 4.0], dtype=jnp.float32),)
+    return trace
+
+
+def test_a_cache_lookup_uses_the_traces_own_hash_and_still_compares_whole_keys():
+    # A key has an entry per value of the step: the trace hashes it once (collect), and
+    # the lookup reuses that hash. Equal hashes still never share an executable unless
+    # the whole keys are equal.
+    from s4tf.backends.xla import compiler
+
+    before = compiler.cache_size()
+    _CountedHash.hashes = 0
+    [added] = compiler.run(_handmade_trace("add", "a"))
+    [again] = compiler.run(_handmade_trace("add", "a"))
+    assert compiler.cache_size() == before + 1
+    [multiplied] = compiler.run(_handmade_trace("mul", "b"))  # same hash, another key
+    assert compiler.cache_size() == before + 2
+    assert _CountedHash.hashes == 0
+    assert np.asarray(added).tolist() == np.asarray(again).tolist() == [6.0, 8.0]
+    assert np.asarray(multiplied).tolist() == [9.0, 16.0]

@@ -239,3 +239,31 @@ def test_layer_norm_layer_records_one_op(monkeypatch):
     x = s4tf.Tensor(RNG.normal(size=(3, 4)))
     recorded = _recorded_ops(lambda m: m(x).sum(), layer, monkeypatch=monkeypatch)
     assert [name for name in recorded if name != "reduce_sum"] == ["layer_norm"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64"])
+def test_mean_is_one_recorded_op_with_the_bits_of_the_sum_divided(monkeypatch, dtype):
+    # It recorded a reduce_sum and a div; on the naive backend its kernel and its
+    # pullback run those two kernels in the same order, so nothing changes to the bit.
+    x = s4tf.Tensor(RNG.normal(size=(5, 7, 3)) * 3).astype(dtype)
+    recorded = _recorded_ops(lambda t: t.mean(axis=(0, 2)).sum(), x, monkeypatch=monkeypatch)
+    assert [name for name in recorded if name != "reduce_sum"] == ["reduce_mean"]
+    weights = s4tf.Tensor(RNG.normal(size=7)).astype(dtype)
+    for axis, keepdims, count in [(None, False, 105), ((0, 2), False, 15), (1, True, 7)]:
+        def mean(t, axis=axis, keepdims=keepdims):
+            return t.mean(axis=axis, keepdims=keepdims)
+
+        def composite(t, axis=axis, keepdims=keepdims, count=count):
+            return t.sum(axis=axis, keepdims=keepdims) / float(count)
+
+        np.testing.assert_array_equal(_bits(mean(x)), _bits(composite(x)))
+        got = s4tf.gradient(x, of=lambda t, f=mean: (f(t) * weights[:1]).sum())
+        want = s4tf.gradient(x, of=lambda t, f=composite: (f(t) * weights[:1]).sum())
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+    # A count bfloat16 cannot hold (257 rounds to 256 there) divides as before too.
+    wide = s4tf.Tensor(RNG.normal(size=(2, 257))).astype(dtype)
+    np.testing.assert_array_equal(_bits(wide.mean(axis=1)), _bits(wide.sum(axis=1) / 257.0))
+    # Ints, bools and Python numbers keep the sum and the division (a float32 mean).
+    assert s4tf.Tensor([1, 2, 4]).mean().dtype == s4tf.float32
+    assert s4tf.Tensor([True, False]).mean().item() == 0.5
+    assert s4tf.gradient(3.0, of=lambda t: s4tf.ops.mean(t * t)) == 6.0

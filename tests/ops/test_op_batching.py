@@ -141,6 +141,8 @@ BATCH_CASES = {
     # Reductions: the batch axis is skipped, never moved.
     "reduce_sum": (lambda x: x.sum(axis=(0, 2)), [T(2, 3, 4, 2)], 2),
     "reduce_sum_keepdims": (lambda x: x.sum(axis=1, keepdims=True), [T(4, 3, 2)], 0),
+    "reduce_mean": (lambda x: x.mean(axis=(0, 2)), [T(2, 3, 4, 2)], 2),
+    "reduce_mean_keepdims": (lambda x: x.mean(axis=1, keepdims=True), [T(4, 3, 2)], 0),
     "reduce_max": (lambda x: reduce_max(x, axis=(1,), keepdims=False), [_spread(3, 4, 2)], 1),
     "reduce_min": (lambda x: reduce_min(x, axis=(0, 1), keepdims=True), [_spread(3, 4, 2)], 2),
     "argmax": (lambda x: s4tf.argmax(x, axis=1), [_spread(3, 4, 2)], 0),

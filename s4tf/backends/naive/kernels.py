@@ -18,6 +18,13 @@ a bias's gradient: everything but the channels) adds one short row at a time
 and runs 5-18x slower than memory allows; :meth:`NumPyKernels.reduce_sum`
 gives that sum to BLAS as a vector-matrix product with a vector of ones.
 
+At batch 1 a training step is mostly Python frames, so a few kernels skip
+NumPy's Python-level helpers: ``reshape`` calls the array's method (not
+``numpy.reshape``'s wrapper), a small ``broadcast_to`` writes the array out
+(``numpy.broadcast_to``'s read-only view costs ~2 us to set up), and the
+transposed products call the BLAS product directly rather than through
+another wrapped kernel.
+
 NumPy has no float16 or bfloat16 arithmetic of its own: it converts every
 element to float32 and back inside each loop (float16 matmul: about 10x
 slower than float32, no BLAS), and sums in the low dtype (a float16 sum of
@@ -37,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 
 import numpy as np
@@ -51,6 +59,10 @@ __all__ = ["NumPyKernels"]
 SELECT_MIN_SIZE = 4096
 #: Below this many elements ``numpy.sum`` is as fast as a BLAS call.
 SUM_MIN_SIZE = 4096
+#: Up to this many elements a broadcast is written out: ``numpy.broadcast_to``'s read-only
+#: view costs ~2 us of Python setup, a small array's copy a fraction of that (a mean's
+#: pullback broadcasts once per step).
+BROADCAST_COPY_MAX_SIZE = 4096
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 _LOW = frozenset({np.dtype(np.float16), as_dtype("bfloat16").numpy})
@@ -116,6 +128,27 @@ class NumPyKernels(ArrayKernels):
     def conv_backprop_filter(self, x, g, **params):
         with _pool_blas():
             return super().conv_backprop_filter(x, g, **params)
+
+    # The transposed products call the BLAS product directly, not through matmul: each
+    # kernel of FLOAT32_ARITHMETIC is wrapped, and a wrapped kernel calling another
+    # pays two more Python frames (a weight gradient, at batch 1, is mostly frames).
+    def matmul_nt(self, x, y):
+        return self._mm(x, y.swapaxes(-1, -2))  # a view, which BLAS reads as it is
+
+    def matmul_tn(self, x, y):
+        return self._mm(x.swapaxes(-1, -2), y)
+
+    def broadcast_to(self, x, *, shape):
+        if math.prod(shape) > BROADCAST_COPY_MAX_SIZE:
+            return np.broadcast_to(x, shape)
+        out = np.empty(shape, x.dtype)
+        out[...] = x
+        return out
+
+    def reshape(self, x, *, shape):
+        # The array's method, not numpy.reshape: the function's Python wrapper
+        # (fromnumeric) costs 4x the reshape itself, a bias gradient's share at batch 1.
+        return x.reshape(shape)
 
     def relu(self, x):
         if x.dtype.kind != "f" or not x.dtype.isbuiltin:
@@ -185,8 +218,9 @@ def _rounded(out, dtype):
 
 
 def _in_float32(kernel):
-    @functools.wraps(kernel)
-    def run(self, *args, **params):
+    """``kernel`` computing float16 and bfloat16 operands in float32 (the module's docstring)."""
+
+    def general(self, *args, **params):
         low = _low_dtype(args)
         if low is None:
             return kernel(self, *args, **params)
@@ -194,7 +228,43 @@ def _in_float32(kernel):
                      for a in args)
         return _rounded(kernel(self, *args, **params), low)
 
-    return run
+    # float16 and bfloat16 are 2 bytes wide: one attribute read sends float32 and float64
+    # operands (nearly every call, each a microsecond or less of work at batch 1) straight
+    # to the kernel. Kernels of one or two arrays and nothing else (the arithmetic, the
+    # products) get a wrapper of that signature: packing *args and **params costs as
+    # much again as the rest of the wrapper.
+    arrays = _array_count(kernel)
+    if arrays == 1:
+        def run(self, x, /):
+            try:
+                wide = x.dtype.itemsize != 2
+            except AttributeError:
+                wide = False
+            return kernel(self, x) if wide else general(self, x)
+    elif arrays == 2:
+        def run(self, x, y, /):
+            try:
+                wide = x.dtype.itemsize != 2
+            except AttributeError:
+                wide = False
+            return kernel(self, x, y) if wide else general(self, x, y)
+    else:
+        def run(self, *args, **params):
+            try:
+                wide = args[0].dtype.itemsize != 2
+            except (AttributeError, IndexError):
+                wide = False
+            return kernel(self, *args, **params) if wide else general(self, *args, **params)
+
+    return functools.wraps(kernel)(run)
+
+
+def _array_count(kernel):
+    """1 or 2: how many arguments ``kernel`` takes after ``self``, when they are all it
+    takes, positional and without defaults; None for any other signature."""
+    parameters = list(inspect.signature(kernel).parameters.values())[1:]
+    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in parameters)
+    return len(parameters) if plain and len(parameters) in (1, 2) else None
 
 
 def _by_rows(kernel, leading):
