@@ -183,10 +183,16 @@ class ArrayKernels(NNKernels):
         # kernels with the same operands, so the same values. The count is what a Python
         # number becomes in an op: a weak scalar next to an IEEE float, an array of the
         # sum's dtype otherwise (bfloat16, whose NumPy kind is "V").
-        total = self.reduce_sum(x, axis=axis, keepdims=keepdims)
         count = 1
         for a in axis:
             count *= x.shape[a]
+        if x.dtype.itemsize == 2 and x.dtype.kind in "fV":
+            # float16 and bfloat16 are summed and divided in float32 and rounded once, as
+            # jnp.mean and PyTorch do: a float16 sum overflows past 65,504 (the mean of
+            # 10,000 tens would be inf) and rounding the sum first adds an error.
+            total = self.reduce_sum(x.astype(np.float32), axis=axis, keepdims=keepdims)
+            return self.div(total, float(count)).astype(x.dtype)
+        total = self.reduce_sum(x, axis=axis, keepdims=keepdims)
         dtype = total.dtype
         divisor = float(count) if dtype.kind == "f" else self.xp.asarray(count, dtype=dtype)
         return self.div(total, divisor)
