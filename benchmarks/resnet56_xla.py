@@ -22,7 +22,12 @@ milliseconds per step (per round and the median) and, per round, the
 throughput ratios s4tf / peer (above 1: s4tf is faster) with their range and
 median; ``load_average`` is the machine's 1-minute load before and after.
 
+``--sides`` picks some of the sides (all by default): on a loaded machine
+PyTorch's two OpenMP threads slowed down 10x and more here, while the XLA sides
+slow down about 2x.
+
     python benchmarks/resnet56_xla.py [--batch 16,64] [--rounds 5] [--steps 5] [--warmup 3]
+        [--sides s4tf_xla,s4tf_captured,torch,equinox]
 """
 
 from __future__ import annotations
@@ -63,8 +68,8 @@ def torch_runner(batch: int):
     return run
 
 
-def runners(batch: int) -> tuple[dict, dict]:
-    """The sides that can run here, and why the others cannot."""
+def runners(batch: int, sides=SIDES) -> tuple[dict, dict]:
+    """The chosen sides that can run here, and why the others cannot."""
     sizes = {"batch": batch}
     makers = {
         "s4tf_xla": lambda: s4tf_runner("resnet56", sizes, captured=False),
@@ -78,12 +83,13 @@ def runners(batch: int) -> tuple[dict, dict]:
         import torch  # noqa: F401
     except ImportError as error:
         reasons["torch"] = f"not installed ({error})"
-    made = {name: make() for name, make in makers.items() if not reasons.get(name)}
-    return made, {name: reason for name, reason in reasons.items() if reason}
+    made = {name: make() for name, make in makers.items()
+            if name in sides and not reasons.get(name)}
+    return made, {name: reason for name, reason in reasons.items() if reason and name in sides}
 
 
-def measure(batch: int, rounds: int, steps: int, warmup: int) -> dict:
-    sides, skipped = runners(batch)
+def measure(batch: int, rounds: int, steps: int, warmup: int, chosen=SIDES) -> dict:
+    sides, skipped = runners(batch, chosen)
     result = {"batch": batch, "load_average": [round(os.getloadavg()[0], 2)],
               "first_steps_s": {name: round(run(warmup), 2) for name, run in sides.items()}}
     ms = {name: [] for name in sides}
@@ -112,7 +118,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--steps", type=int, default=5, help="steps per side and round")
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed first steps per side (compiles and the capture's checks)")
+    parser.add_argument("--sides", default=",".join(SIDES),
+                        help="comma-separated, of " + ", ".join(SIDES))
     args = parser.parse_args(argv)
+    chosen = tuple(args.sides.split(","))
+    unknown = sorted(set(chosen) - set(SIDES))
+    if unknown:
+        parser.error(f"--sides: unknown {unknown}; choose from {', '.join(SIDES)}")
     reason = missing("s4tf_xla")
     if reason:
         report = {"skipped": f"the xla backend needs JAX: {reason}"}
@@ -120,7 +132,7 @@ def main(argv=None) -> dict:
         return report
     report = {}
     for batch in (int(b) for b in args.batch.split(",")):
-        report[f"batch_{batch}"] = measure(batch, args.rounds, args.steps, args.warmup)
+        report[f"batch_{batch}"] = measure(batch, args.rounds, args.steps, args.warmup, chosen)
         print(json.dumps({f"batch_{batch}": report[f"batch_{batch}"]}), flush=True)
     return report
 
