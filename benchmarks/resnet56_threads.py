@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import glob
 import json
 import os
 import statistics
@@ -33,24 +32,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
 import resnet56_naive  # noqa: E402
 import zoo_step  # noqa: E402
 
-from s4tf.backends import im2col  # noqa: E402
+from s4tf.backends import blas_threads, im2col  # noqa: E402
 
 
 def _openblas_threads_setter():
-    """NumPy's bundled ``openblas_set_num_threads``, or ``None`` with the reason."""
-    libraries = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                                       "libscipy_openblas*.so"))
-    for path in libraries:
-        library = ctypes.CDLL(path)
-        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                     "openblas_set_num_threads"):
-            if hasattr(library, name):
-                return getattr(library, name), None
-    return None, f"no bundled OpenBLAS to switch threads on (looked for {libraries or 'none'})"
+    """NumPy's OpenBLAS ``set_num_threads`` (the package's own lookup), or ``None`` with the reason."""
+    functions = blas_threads.openblas_functions()
+    if functions is None:
+        return None, "no OpenBLAS that NumPy calls could be found to switch threads on"
+    return functions[1], None
 
 
 def main() -> None:

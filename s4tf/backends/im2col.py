@@ -32,8 +32,6 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import glob
 import itertools
 import os
 import threading
@@ -41,10 +39,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from . import blas_threads
 from .windows import offset_keys, size
 
 __all__ = ["CHUNK_BYTES", "by_rows", "chunks", "column_chunks", "columns", "no_copy",
-           "offset_major", "one_blas_thread", "row_chunks", "rows", "shares", "threads"]
+           "offset_major", "row_chunks", "rows", "shares", "threads"]
 
 #: Target size of one im2col block: a fraction of a core's L2 cache (1-2 MiB on
 #: today's CPUs), so the block, its GEMM's other operands and its output stay
@@ -64,23 +63,10 @@ OFFSET_MAJOR_BELOW_BYTES = 16
 #: every chunk on the calling thread); see :func:`threads` for the default.
 THREADS_VARIABLE = "S4TF_THREADS"
 
-#: The variables OpenBLAS reads its thread count from, in its order.
-_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
-
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _in_worker = threading.local()
 _scratch = threading.local()  # each thread's im2col buffer (see _buffer)
-
-#: The ``(get, set)`` thread-count functions of the OpenBLAS NumPy calls, ``None``
-#: when there is none to switch, or ``...`` before the first look.
-_openblas = ...
-#: How many :func:`one_blas_thread` blocks are open (the first saves and switches,
-#: the last restores), the count OpenBLAS had before them, and their lock.
-_blas_holders = 0
-_blas_saved = 1
-_blas_lock = threading.Lock()
-
 
 def threads() -> int:
     """How many threads the chunked naive kernels run on.
@@ -110,89 +96,12 @@ def threads() -> int:
             raise ValueError(f"{THREADS_VARIABLE}={count} must be at least 1 (1 runs the "
                              f"kernels on the calling thread alone)")
         return count
-    blas = next((os.environ[name].strip() for name in _BLAS_THREAD_VARIABLES
-                 if os.environ.get(name, "").strip()), None)
-    if blas != "1" and _openblas_threads() is None:
+    if blas_threads.setting() != "1" and blas_threads.openblas_functions() is None:
         return 1
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def _openblas_threads():
-    """The ``(get, set)`` thread-count functions of the OpenBLAS NumPy uses, or ``None``.
-
-    Looked for in the ``numpy.libs`` folder of NumPy's wheels first (SciPy
-    bundles an OpenBLAS of its own, which would be the wrong one to switch),
-    then among the libraries this process has loaded (Linux's
-    ``/proc/self/maps``: a NumPy built against the system's OpenBLAS); the
-    names carry the prefix and suffix of the build (``scipy_openblas``,
-    ``64_``), as threadpoolctl looks them up. Looked up once.
-    """
-    global _openblas
-    if _openblas is not ...:
-        return _openblas
-    _openblas = None
-    paths = sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                                          "*openblas*")))
-    if not paths:
-        try:
-            with open("/proc/self/maps") as maps:
-                paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()
-                                and line.split()[-1].startswith("/")})
-        except OSError:  # not on Linux
-            paths = []
-    for path in paths:
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix in itertools.product(("scipy_openblas", "openblas"), ("64_", "")):
-            get = getattr(library, f"{prefix}_get_num_threads{suffix}", None)
-            put = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
-            if get is not None and put is not None:
-                _openblas = get, put
-                return _openblas
-    return _openblas
-
-
-@contextlib.contextmanager
-def one_blas_thread():
-    """OpenBLAS held at one thread inside the block (each chunk's GEMM on its own core).
-
-    The chunks of :func:`shares` already fill the cores; OpenBLAS's threads
-    beside them would make two threads per core. The count it had is put
-    back when the last open block closes (blocks from several callers nest).
-    Nothing happens when OpenBLAS cannot be switched.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> with one_blas_thread():
-    ...     product = np.ones((64, 64), np.float32) @ np.ones((64, 64), np.float32)
-    >>> float(product[0, 0])
-    64.0
-    """
-    global _blas_holders, _blas_saved
-    functions = _openblas_threads()
-    if functions is None:
-        yield
-        return
-    get, put = functions
-    with _blas_lock:
-        if _blas_holders == 0:
-            _blas_saved = get()
-            if _blas_saved != 1:
-                put(1)
-        _blas_holders += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_holders -= 1
-            if _blas_holders == 0 and _blas_saved != 1:
-                put(_blas_saved)
 
 
 def shares(xp, work, parts):
@@ -202,7 +111,7 @@ def shares(xp, work, parts):
     in BLAS and in copies), the first on the calling thread; each share must
     write only its own slices of shared arrays, so the result does not depend
     on the thread count. While they run, OpenBLAS is held at one thread
-    (:func:`one_blas_thread`). Results come back in the order of ``parts``. One
+    (:func:`~s4tf.backends.blas_threads.one_blas_thread`). Results come back in the order of ``parts``. One
     share (a single thread, a single part, a namespace other than NumPy, or a
     call from a pool thread itself) runs on the calling thread alone.
 
@@ -221,7 +130,7 @@ def shares(xp, work, parts):
         cuts.append(cuts[-1] + step + (i < extra))
     pieces = [parts[a:b] for a, b in itertools.pairwise(cuts)]
     pool = _executor(count - 1)
-    with one_blas_thread():
+    with blas_threads.one_blas_thread():
         futures = [pool.submit(_as_worker, work, piece) for piece in pieces[1:]]
         try:
             first = work(pieces[0])

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from s4tf.backends import im2col
+from s4tf.backends import blas_threads, im2col
 from s4tf.backends.naive import kernels
 from s4tf.backends.naive.kernels import NumPyKernels
 
@@ -112,14 +112,14 @@ def test_the_pool_defaults_to_the_cores_where_openblas_can_make_room(blas, switc
     if blas is not None:
         monkeypatch.setenv("OPENBLAS_NUM_THREADS", blas)
     fake = _FakeOpenBLAS()
-    monkeypatch.setattr(im2col, "_openblas", (fake.get, fake.set) if switchable else None)
+    monkeypatch.setattr(blas_threads, "_openblas", (fake.get, fake.set) if switchable else None)
     monkeypatch.setattr(im2col.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert im2col.threads() == (3 if pooled else 1)
 
 
 def test_shares_hold_openblas_at_one_thread_and_restore_it(monkeypatch):
     fake = _FakeOpenBLAS(4)
-    monkeypatch.setattr(im2col, "_openblas", (fake.get, fake.set))
+    monkeypatch.setattr(blas_threads, "_openblas", (fake.get, fake.set))
     monkeypatch.setenv("S4TF_THREADS", "2")
     seen = im2col.shares(np, lambda parts: fake.count, [(0, 1), (1, 2)])
     assert seen == [1, 1] and fake.count == 4
@@ -132,7 +132,7 @@ def test_convolutions_keep_openblas_at_one_thread_beside_the_pool(case, monkeypa
     # 1x1 window's single product, the last case): a multi-threaded call would leave
     # OpenBLAS's worker spinning on the core the next chunks need.
     fake, counts = _FakeOpenBLAS(), []
-    monkeypatch.setattr(im2col, "_openblas", (fake.get, fake.set))
+    monkeypatch.setattr(blas_threads, "_openblas", (fake.get, fake.set))
     for name in ("_gemm_into", "_mm"):
         original = getattr(NumPyKernels, name)
         monkeypatch.setattr(NumPyKernels, name, lambda self, *args, _original=original:
@@ -205,12 +205,12 @@ def test_im2col_keeps_its_buffer_between_calls_but_never_shares_an_open_one():
 
 
 def test_one_blas_thread_switches_the_openblas_numpy_runs_on():
-    functions = im2col._openblas_threads()
+    functions = blas_threads.openblas_functions()
     if functions is None:
         pytest.skip("this NumPy has no OpenBLAS that can be switched")
     get, put = functions
     before = get()
-    with im2col.one_blas_thread():
+    with blas_threads.one_blas_thread():
         assert get() == 1
         assert (np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32))[0, 0] == 256
     assert get() == before

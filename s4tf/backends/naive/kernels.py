@@ -50,7 +50,7 @@ import math
 import numpy as np
 
 from ...dtypes import as_dtype
-from .. import im2col
+from .. import blas_threads, im2col
 from ..array_kernels import ArrayKernels
 
 __all__ = ["NumPyKernels"]
@@ -187,7 +187,7 @@ class NumPyKernels(ArrayKernels):
 
 def _pool_blas():
     """OpenBLAS at one thread while the kernel pool has several (see ``conv``), else as it is."""
-    return im2col.one_blas_thread() if im2col.threads() > 1 else contextlib.nullcontext()
+    return blas_threads.one_blas_thread() if im2col.threads() > 1 else contextlib.nullcontext()
 
 
 def _as_bits(value, dtype, bits):
