@@ -64,8 +64,11 @@ class JaxBackend(Backend):
     name = "jax"
     kernels = JAX_KERNELS
     # The concrete arrays' type (tracers, the values inside transformations, are not
-    # of it): nothing is ever written in place here anyway.
-    array_type = type(jnp.zeros(()))
+    # of it): nothing is ever written in place here anyway. Made with compile-time
+    # evaluation: this module may be imported first inside a JAX trace (s4tf.export
+    # tracing a model that names the backend), where jnp.zeros would give a tracer.
+    with jax.ensure_compile_time_eval():
+        array_type = type(jnp.zeros(()))
     xp = None  # the kernels are jax.numpy's; nothing outside them may compute on the arrays
     supports_inplace = False
     absorbs_others = True
