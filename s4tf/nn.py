@@ -17,16 +17,7 @@ from __future__ import annotations
 
 from .ops.attention import scaled_dot_product_attention
 from .ops.channel_shuffle import channel_shuffle
-from .ops.convolution import (
-    conv1d,
-    conv1d_transpose,
-    conv2d,
-    conv2d_transpose,
-    conv3d,
-    conv3d_transpose,
-    depthwise_conv2d,
-    separable_conv2d,
-)
+from .ops.convolution import conv1d, conv2d, conv3d, depthwise_conv2d, separable_conv2d
 from .ops.normalization import batch_norm
 from .ops.pooling import (
     adaptive_avg_pool2d,
@@ -51,6 +42,7 @@ from .ops.resampling import (
     zero_padding2d,
     zero_padding3d,
 )
+from .ops.transposed_convolution import conv1d_transpose, conv2d_transpose, conv3d_transpose
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm",

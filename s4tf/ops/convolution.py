@@ -14,8 +14,8 @@ conv_backprop_filter  conv_backprop_input(g, v)       conv(x, v)
 
 and each JVP is the op itself applied to one tangent at a time. Derivatives of
 derivatives are therefore convolutions again, to any order. Transposed
-convolutions *are* ``conv_backprop_input`` (as TF's ``conv2d_transpose``), and
-depthwise convolution is ``conv`` with one channel group per input channel.
+convolutions *are* ``conv_backprop_input`` (as TF's ``conv2d_transpose``;
+``transposed_convolution.py``), and depthwise convolution is ``conv`` with one channel group per input channel.
 """
 
 from __future__ import annotations
@@ -27,13 +27,10 @@ from .window_geometry import (
     check_input,
     expand,
     explicit_padding,
-    output_size,
     padding_pairs,
-    transposed_size,
 )
 
-__all__ = ["conv1d", "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d",
-           "conv3d_transpose", "depthwise_conv2d", "separable_conv2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "depthwise_conv2d", "separable_conv2d"]
 
 
 def _describe(args, error):
@@ -184,7 +181,8 @@ conv_backprop_filter_ = primitive(
 )
 
 
-def _check_filter(w, n, op, what):
+def check_filter(w, n, op, what):
+    """``w``'s shape, or ``ValueError`` naming ``op`` and the layout ``what`` when not rank ``n + 2``."""
     shape = shape_of(w)
     if len(shape) != n + 2:
         raise ValueError(f"{op}: the filter must have rank {n + 2}, {what}; got shape {shape}.")
@@ -207,15 +205,16 @@ def _convolve(x, w, n, strides, padding, dilations, groups, op):
     return conv_(x, w, strides=strides, padding=pads, dilations=dilations, groups=groups)
 
 
-_LAYOUTS = {1: "(width, in, out)", 2: "(height, width, in, out)",
-            3: "(depth, height, width, in, out)"}
+#: The filter layout of each rank, as the errors name it (transposed: "out, in").
+FILTER_LAYOUTS = {1: "(width, in, out)", 2: "(height, width, in, out)",
+                  3: "(depth, height, width, in, out)"}
 
 
 def _make_conv(n):
     op = f"conv{n}d"
 
     def conv(input, filter, strides=(1,) * n, padding="valid", dilations=(1,) * n):
-        _check_filter(filter, n, op, _LAYOUTS[n])
+        check_filter(filter, n, op, FILTER_LAYOUTS[n])
         return _convolve(input, filter, n, strides, padding, dilations, 1, op)
 
     conv.__name__ = conv.__qualname__ = op
@@ -304,113 +303,6 @@ Examples
 """
 
 
-def _transposed(x, w, n, output_shape, strides, padding, dilations, op):
-    x_shape = check_input(x, n, op)
-    w_shape = _check_filter(w, n, op, _LAYOUTS[n].replace("in, out", "out, in"))
-    strides = expand(strides, n, "strides", op)
-    dilations = expand(dilations, n, "dilations", op)
-    if w_shape[-1] != x_shape[-1]:
-        raise ValueError(
-            f"{op}: the input has {x_shape[-1]} channels (shape {x_shape}) but the filter of "
-            f"shape {w_shape} expects {w_shape[-1]}; a transposed convolution's filter is "
-            "(..., out_channels, in_channels). Fix the filter shape or the input."
-        )
-    window = w_shape[:-2]
-    padding = padding_pairs(padding, n, op)
-    if output_shape is None:
-        per_axis = (padding,) * n if isinstance(padding, str) else padding
-        spatial = tuple(transposed_size(size, k, s, d, p) for size, k, s, d, p in
-                        zip(x_shape[1:-1], window, strides, dilations, per_axis, strict=True))
-        if min(spatial) < 1:
-            raise ValueError(
-                f"{op}: the forward convolution's padding {padding} is more than its window "
-                f"{window} covers: the output would have spatial shape {spatial}. Pass less "
-                "padding, or an output_shape."
-            )
-    else:
-        given = tuple(int(v) for v in output_shape)
-        if len(given) == n + 2:
-            if given[0] != x_shape[0] or given[-1] != w_shape[-2]:
-                raise ValueError(
-                    f"{op}: output_shape {given} must have the input's batch size {x_shape[0]} "
-                    f"and the filter's output channels {w_shape[-2]} (filter shape {w_shape})."
-                )
-            given = given[1:-1]
-        if len(given) != n:
-            raise ValueError(
-                f"{op}: output_shape must list {n} spatial sizes or the full rank-{n + 2} shape; "
-                f"got {tuple(output_shape)}."
-            )
-        spatial = given
-    # The forward convolution of the output must give back the input's spatial shape.
-    pads = explicit_padding(spatial, window, strides, dilations, padding, op)
-    expected = tuple(output_size(size, k, s, d, p)
-                     for size, k, s, d, p in zip(spatial, window, strides, dilations, pads, strict=True))
-    if expected != tuple(x_shape[1:-1]):
-        raise ValueError(
-            f"{op}: an output of spatial shape {spatial} convolved with strides {strides} and "
-            f"{padding!r} padding has spatial shape {expected}, not the input's "
-            f"{tuple(x_shape[1:-1])}; pass a consistent output_shape (or None to infer it)."
-        )
-    input_shape = (x_shape[0],) + spatial + (w_shape[-2],)
-    return conv_backprop_input_(x, w, input_shape=input_shape, strides=strides, padding=pads,
-                                dilations=dilations, groups=1)
-
-
-def _make_transposed(n):
-    op = f"conv{n}d_transpose"
-
-    def conv_transpose(input, filter, output_shape=None, strides=(1,) * n, padding="valid",
-                       dilations=(1,) * n):
-        return _transposed(input, filter, n, output_shape, strides, padding, dilations, op)
-
-    conv_transpose.__name__ = conv_transpose.__qualname__ = op
-    return conv_transpose
-
-
-_TRANSPOSED_DOC = """Transposed {n}-D convolution (the gradient of ``conv{n}d`` w.r.t. its input).
-
-Parameters
-----------
-input : Tensor
-    ``(batch, *spatial, in_channels)``.
-filter : Tensor
-    ``{layout}``, as S4TF's ``TransposedConv{n}D``.
-output_shape : tuple of ints, optional
-    The full output shape or its {n} spatial sizes; when None, TF/Keras's rule:
-    ``size * stride`` ("same") or ``size * stride + max(window - stride, 0)``
-    ("valid"), with the dilated window.
-strides, dilations : int or tuple of {n} ints
-padding : "valid", "same" or {n} (before, after) pairs
-    The padding of the forward convolution this transposes (explicit pairs:
-    without ``output_shape``, the smallest output whose forward convolution
-    has the input's size, ``(size - 1) * stride + window - before - after``).
-
-Returns
--------
-Tensor
-    ``(batch, *output_spatial, out_channels)``.
-
-Examples
---------
->>> import s4tf
->>> x = s4tf.ones([1{ones}, 3])
->>> s4tf.nn.conv{n}d_transpose(x, s4tf.ones({filt}), strides=2, padding="same").shape
-{result}
-"""
-conv1d_transpose = _make_transposed(1)
-conv1d_transpose.__doc__ = _TRANSPOSED_DOC.format(
-    n=1, layout="(width, out, in)", ones=", 4", filt="[3, 2, 3]", result="(1, 8, 2)")
-conv2d_transpose = _make_transposed(2)
-conv2d_transpose.__doc__ = _TRANSPOSED_DOC.format(
-    n=2, layout="(height, width, out, in)", ones=", 4, 4", filt="[3, 3, 2, 3]",
-    result="(1, 8, 8, 2)")
-conv3d_transpose = _make_transposed(3)
-conv3d_transpose.__doc__ = _TRANSPOSED_DOC.format(
-    n=3, layout="(depth, height, width, out, in)", ones=", 2, 2, 2", filt="[3, 3, 3, 2, 3]",
-    result="(1, 4, 4, 4, 2)")
-
-
 def depthwise_conv2d(input, filter, strides=(1, 1), padding="valid", dilations=(1, 1)):
     """Depthwise 2-D convolution: each input channel convolved with its own filters.
 
@@ -439,7 +331,7 @@ def depthwise_conv2d(input, filter, strides=(1, 1), padding="valid", dilations=(
     """
     op = "depthwise_conv2d"
     x_shape = check_input(input, 2, op)
-    w_shape = _check_filter(filter, 2, op, "(height, width, in_channels, multiplier)")
+    w_shape = check_filter(filter, 2, op, "(height, width, in_channels, multiplier)")
     if w_shape[2] != x_shape[-1]:
         raise ValueError(
             f"{op}: the input has {x_shape[-1]} channels (shape {x_shape}) but the filter of "
@@ -490,9 +382,9 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides=(1, 1), 
     op = "separable_conv2d"
     x_shape = check_input(input, 2, op)
     padding = padding_pairs(padding, 2, op)  # here, so that an error names this op
-    d_shape = _check_filter(depthwise_filter, 2, op,
+    d_shape = check_filter(depthwise_filter, 2, op,
                             "depthwise_filter is (height, width, in_channels, multiplier)")
-    p_shape = _check_filter(pointwise_filter, 2, op,
+    p_shape = check_filter(pointwise_filter, 2, op,
                             "pointwise_filter is (1, 1, in_channels * multiplier, out_channels)")
     # Checked here, before either step, so that errors name this op and all three shapes.
     if d_shape[2] != x_shape[-1] or p_shape[:3] != (1, 1, d_shape[2] * d_shape[3]):
