@@ -201,6 +201,8 @@ class Primitive:
         # The first argument whose dtype promotion would change (None: none would), for
         # the n-ary fast path: arguments from there on must share one dtype to skip it.
         self._same_dtype_from = None if promote is False else (0 if promote is True else int(promote))
+        # The two-operand entry (arithmetic's hot path) is a function of its own, which
+        # Tensor's operators copy (_binary_entry).
         self.binary = _binary_entry(self)
 
     def __repr__(self) -> str:
