@@ -179,7 +179,7 @@ class Primitive:
     # __dict__ holds what documents the op (__doc__, __signature__, __name__, ...),
     # read only by introspection; the slots are what calls read.
     __slots__ = ("name", "vjp", "jvp", "batch", "scalar", "promote", "describe",
-                 "_same_dtype_from", "binary", "__dict__")
+                 "_same_dtype_from", "__dict__")
 
     def __init__(self, name, *, vjp=None, jvp=None, batch=None, scalar=None, promote=False,
                  describe=None, signature=None, doc=None, module=None):
@@ -201,9 +201,6 @@ class Primitive:
         # The first argument whose dtype promotion would change (None: none would), for
         # the n-ary fast path: arguments from there on must share one dtype to skip it.
         self._same_dtype_from = None if promote is False else (0 if promote is True else int(promote))
-        # The two-operand entry (arithmetic's hot path) is a function of its own, which
-        # Tensor's operators copy (_binary_entry).
-        self.binary = _binary_entry(self)
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -264,6 +261,44 @@ class Primitive:
             return top.process(self, args, params)
         return self._impl(args, params)
 
+    def binary(self, x, y):
+        """``self(x, y)`` with no static parameters: the hot path of Tensor operators.
+
+        Plain tensors of one backend and dtype, or a floating tensor and a Python
+        number, go straight to the kernel; anything else takes the general path.
+        """
+        tx, ty = type(x), type(y)
+        dx = dy = None
+        if tx is Tensor:
+            backend, dx = x._backend, x._data
+            if ty is Tensor:
+                dy = y._data
+                if y._backend is not backend or not (dy.dtype is dx.dtype or dy.dtype == dx.dtype):
+                    dy = None
+            elif (ty is float or ty is int) and self.promote and dx.dtype.kind == "f":
+                dy = backend.weak_scalar(y, dx.dtype)
+        elif ty is Tensor and (tx is float or tx is int) and self.promote:
+            backend, dy = y._backend, y._data
+            dx = backend.weak_scalar(x, dy.dtype) if dy.dtype.kind == "f" else None
+        if dx is not None and dy is not None:
+            try:
+                out = getattr(backend.kernels, self.name)(dx, dy)
+            except (ValueError, TypeError) as error:
+                raise self._error((x, y), error) from None
+            tensor = _new(Tensor)
+            tensor._data = out
+            tensor._backend = backend
+            return tensor
+        # A value being differentiated: the highest level's trace handles the op.
+        if isinstance(x, Tracer):
+            top = x._trace
+            if isinstance(y, Tracer) and y._trace.level > top.level:
+                top = y._trace
+            return top.process_binary(self, x, y)
+        if isinstance(y, Tracer):
+            return y._trace.process_binary(self, x, y)
+        return self._impl((x, y), _NO_PARAMS)
+
     def _impl(self, args, params):
         """The general no-tracer path: mixed dtypes, Python scalars, NumPy arrays."""
         backend = None
@@ -304,56 +339,6 @@ class Primitive:
                 f"(backend said: {error})"
             )
         return type(error)(f"{self.name} failed on operands of shapes {shapes}: {error}")
-
-
-def _binary_entry(op):
-    """``op``'s two-operand entry point, ``binary(x, y)``: a plain function.
-
-    A function of its own per primitive (``op`` is closed over) rather than a
-    method, so that Tensor's operators can be this function itself, and ``a + b`` runs
-    one Python frame before the kernel instead of a method calling a method.
-    """
-    def binary(x, y):
-        """``op(x, y)`` with no static parameters: the hot path of Tensor operators.
-
-        Plain tensors of one backend and dtype, or a floating tensor and a Python
-        number, go straight to the kernel; anything else takes the general path.
-        """
-        tx, ty = type(x), type(y)
-        dx = dy = None
-        if tx is Tensor:
-            backend, dx = x._backend, x._data
-            if ty is Tensor:
-                dy = y._data
-                if y._backend is not backend or not (dy.dtype is dx.dtype
-                                                     or dy.dtype == dx.dtype):
-                    dy = None
-            elif (ty is float or ty is int) and op.promote and dx.dtype.kind == "f":
-                dy = backend.weak_scalar(y, dx.dtype)
-        elif ty is Tensor and (tx is float or tx is int) and op.promote:
-            backend, dy = y._backend, y._data
-            dx = backend.weak_scalar(x, dy.dtype) if dy.dtype.kind == "f" else None
-        if dx is not None and dy is not None:
-            try:
-                out = getattr(backend.kernels, op.name)(dx, dy)
-            except (ValueError, TypeError) as error:
-                raise op._error((x, y), error) from None
-            tensor = _new(Tensor)
-            tensor._data = out
-            tensor._backend = backend
-            return tensor
-        # A value being differentiated: the highest level's trace handles the op.
-        if isinstance(x, Tracer):
-            top = x._trace
-            if isinstance(y, Tracer) and y._trace.level > top.level:
-                top = y._trace
-            return top.process_binary(op, x, y)
-        if isinstance(y, Tracer):
-            return y._trace.process_binary(op, x, y)
-        return op._impl((x, y), _NO_PARAMS)
-
-    binary._binary_entry = True  # tensor_methods installs copies of it as operators
-    return binary
 
 
 def primitive(name, **rules) -> Primitive:

@@ -17,8 +17,6 @@ it.
 
 from __future__ import annotations
 
-import types
-
 from .. import dtypes as _dtypes
 from ..non_differentiable import non_differentiable
 from ..tensor import Tensor, infer_dtype
@@ -57,14 +55,7 @@ __all__ = ["METHODS", "install"]
 
 def _operator(name: str, op, doc: str, reflected: bool = False):
     """The method ``name`` computing ``op(self, other)`` (``op(other, self)`` when reflected)."""
-    if not reflected and getattr(op, "_binary_entry", False):
-        # A primitive's two-operand entry is a plain function of (x, y): the method is a
-        # copy of it (same code and closure; its own name, doc and parameter names), so
-        # ``a + b`` runs that one frame, not a method that calls it.
-        code = op.__code__
-        code = code.replace(co_varnames=("self", "other") + code.co_varnames[2:])
-        method = types.FunctionType(code, op.__globals__, name, None, op.__closure__)
-    elif reflected:
+    if reflected:
         def method(self, other):
             return op(other, self)
     else:
