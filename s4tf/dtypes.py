@@ -91,6 +91,9 @@ _BY_NAME["bool_"] = bool_
 # dtype, reverse mode's "is it differentiable"): a dict lookup, no call.
 # Shared within s4tf, not part of the public API (not in __all__).
 BY_NUMPY = {d.numpy: d for d in _BY_NAME.values() if d.numpy.kind != "V"}
+# Those of them that are floating: "is this array differentiable" as one set lookup
+# (flattening a model's fields, reverse mode's recording). bfloat16 is not among them.
+FLOATING_NUMPY = frozenset(n for n, d in BY_NUMPY.items() if d.is_floating)
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
 
 

@@ -14,7 +14,7 @@ import itertools
 import operator
 
 from ..creation import zeros_like
-from ..dtypes import BY_NUMPY
+from ..dtypes import BY_NUMPY, FLOATING_NUMPY
 from ..ops.broadcasting import sum_to_shape
 from ..ops.indexing import IndexAdd
 from ..ops.shapes import shape_of
@@ -83,7 +83,14 @@ class ReverseTrace(Trace):
         return tracer
 
     def new_leaf(self, primal) -> ReverseTracer:
-        return self.record(None, (), _NO_PARAMS, primal, ())
+        # record's body without its frame: one leaf per tensor of the point, every call.
+        node = _new(Node)
+        node.seq, node.vjp, node.args, node.params, node.out, node.parents = (
+            next(_sequence), None, (), _NO_PARAMS, primal, ())
+        self.nodes.append(node)
+        tracer = _new(ReverseTracer)
+        tracer._trace, tracer._primal, tracer._node = self, primal, node
+        return tracer
 
     def process(self, primitive, args, params):
         vjp = primitive.vjp
@@ -94,7 +101,9 @@ class ReverseTrace(Trace):
             else:
                 x_node = None
             out = primitive(x, **params) if params else primitive(x)
-            if vjp is None or not _is_differentiable_value(out):
+            # The usual result, a float32 or float64 tensor, is tested inline.
+            if vjp is None or not (type(out) is Tensor and out._data.dtype in FLOATING_NUMPY
+                                   or _is_differentiable_value(out)):
                 return out
             return self.record(vjp, (x,), params, out, (x_node,))
         primals, parents = [], []
@@ -106,7 +115,8 @@ class ReverseTrace(Trace):
                 primals.append(arg)
                 parents.append(None)
         out = primitive(*primals, **params)
-        if vjp is None or not _is_differentiable_value(out):
+        if vjp is None or not (type(out) is Tensor and out._data.dtype in FLOATING_NUMPY
+                               or _is_differentiable_value(out)):
             return out
         return self.record(vjp, tuple(primals), params, out, tuple(parents))
 
@@ -122,7 +132,8 @@ class ReverseTrace(Trace):
             y_node = None
         out = primitive.binary(x, y)
         vjp = primitive.vjp
-        if vjp is None or not _is_differentiable_value(out):
+        if vjp is None or not (type(out) is Tensor and out._data.dtype in FLOATING_NUMPY
+                               or _is_differentiable_value(out)):
             return out
         return self.record(vjp, (x, y), _NO_PARAMS, out, (x_node, y_node))
 

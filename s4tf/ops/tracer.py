@@ -127,6 +127,8 @@ class Tracer(Tensor):
     @property
     def shape(self):
         primal = self._primal
+        if type(primal) is Tensor:  # one level of differentiation: the usual case
+            return tuple(primal._data.shape)
         while isinstance(primal, Tracer):
             if primal.hides_axis:
                 return primal.shape
@@ -136,6 +138,10 @@ class Tracer(Tensor):
     @property
     def dtype(self):
         primal = self._primal
+        if type(primal) is Tensor:  # one level of differentiation: the usual case
+            found = BY_NUMPY.get(primal._data.dtype)
+            if found is not None:
+                return found
         while isinstance(primal, Tracer):
             primal = primal._primal
         if isinstance(primal, Tensor):

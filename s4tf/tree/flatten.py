@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import FLOATING_NUMPY
 from ..tensor import Tensor
-from .registry import new_instance, node_type
+from .registry import node_type
 
 __all__ = ["TreeDef", "is_leaf", "is_zero", "tree_flatten", "tree_leaves", "tree_map",
            "tree_unflatten"]
 
 _LEAF, _STATIC, _LIST, _TUPLE, _DICT, _NODE, _CELL = range(7)
+_new = object.__new__
 
 
 def is_zero(value) -> bool:
@@ -158,8 +160,10 @@ class TreeDef:
             plan, static = self.meta
             if tangent:
                 return plan.tangent(children)
-            value = new_instance(plan.cls, static)
-            value.__dict__.update(zip(plan.names, children, strict=False))
+            value = _new(plan.cls)  # new_instance without its frame, once per node
+            state = value.__dict__
+            state.update(static)
+            state.update(zip(plan.names, children, strict=False))
             return value
         if kind == _LIST:
             return children
@@ -285,7 +289,9 @@ class _Plan:
         if fields is not None:
             given = dict(values)
             values = {n: given.get(n) for n in fields}
-        return new_instance(cls, values)
+        value = _new(cls)  # new_instance without its frame, once per node of a gradient
+        value.__dict__.update(values)
+        return value
 
 
 # class -> its _Plan, one table for each mode of flattening (under differentiation,
@@ -313,7 +319,8 @@ def _flatten_node(value, plan, leaves, differentiable):
         child = state[name] if name in state else getattr(value, name)  # else a class default
         # A tensor child (most of a model's) is taken inline: a leaf, or static when
         # differentiating an integer tensor.
-        if type(child) is Tensor and (not differentiable or child.dtype.is_floating):
+        # (bfloat16, not in FLOATING_NUMPY, takes _flatten's general test).
+        if type(child) is Tensor and (not differentiable or child._data.dtype in FLOATING_NUMPY):
             leaves.append(child)
             children.append(LEAF_DEF)
         else:

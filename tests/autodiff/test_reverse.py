@@ -2,6 +2,8 @@
 the trace's node list as the backward order, first-cotangent stores, zeros for
 unreached points, and reusable pullbacks."""
 
+import sys
+
 import numpy as np
 
 import s4tf
@@ -105,3 +107,42 @@ def test_a_custom_pullback_runs_once_per_backward_pass_for_all_its_arguments():
     calls.clear()
     assert s4tf.gradient(y, of=lambda b: product(x, b).sum()).tolist() == [2.0, 3.0]
     assert len(calls) == 1
+
+
+def _python_calls(fn):
+    """How many Python functions ``fn()`` runs: a deterministic measure of per-op cost."""
+    count = [0]
+
+    def profile(frame, event, arg):
+        if event == "call":
+            count[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count[0] - 1  # fn's own frame
+
+
+def test_a_small_mlps_gradient_step_stays_within_its_python_call_budget():
+    # The per-op cost of tracing and of the backward pass at batch 1 (benchmarks/mlp_ad.py):
+    # 303 Python calls a step before issue 24's second round, 275 after it.
+    s4tf.random.seed(0)
+    model = s4tf.layers.Sequential(
+        s4tf.layers.Dense(8, 8, activation=s4tf.relu),
+        s4tf.layers.Dense(8, 8, activation=s4tf.tanh),
+        s4tf.layers.Dense(8, 8),
+    )
+    x, y = _tensor((1, 8), 2), _tensor((1, 8), 3)
+
+    def loss(m):
+        d = m(x) - y
+        return (d * d).mean()
+
+    def step():
+        return s4tf.value_with_gradient(model, of=loss)
+
+    step()
+    calls = _python_calls(step)
+    assert calls <= 285, f"{calls} Python calls per step, was 275: which op costs more now?"
