@@ -12,6 +12,8 @@ business of :mod:`s4tf.capture`, which knows Tensors, models and optimizers.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import compiler, graph
@@ -113,21 +115,21 @@ class CapturedProgram:
         return results
 
     def _host_buffers(self, values) -> list:
-        """One device buffer per host value, reusing the last run's for the very same objects.
+        """One device buffer per host value; a value with the last run's bits reuses its buffer.
 
         A capture feeds its fixed numbers as the same immutable objects on
-        every replay: their buffers are kept with the program instead of
-        converting and looking each one up again (a quarter of a replay's host
-        parameters recomputed: LeNet's learning rates). Identity of an
-        immutable value is equality of its bits; a NumPy array may change in
-        place, so it is always converted again.
+        every replay, and its recomputed ones (a learning rate) mostly as
+        equal Python floats: their buffers are kept with the program instead
+        of converting and looking each one up again (LeNet: 28 host
+        parameters). A NumPy array may change in place, so it is always
+        converted again.
         """
         last = self._last_host
         found: list = [None] * len(values)
         fresh, arrays = [], []
         for k, value in enumerate(values):
             kept = last[k]
-            if kept is not None and kept[0] is value:
+            if kept is not None and _same_bits(kept[0], value):
                 found[k] = kept[1]
             else:
                 shape, dtype = self._host_specs[k]
@@ -138,6 +140,23 @@ class CapturedProgram:
             value = values[k]
             last[k] = None if isinstance(value, np.ndarray) else (value, buffer)
         return found
+
+
+def _same_bits(old, new) -> bool:
+    """Whether host value ``new`` is ``old`` or a Python float with the same bits.
+
+    ``0.0 == -0.0`` but their bits differ (the sign), and a NaN is never
+    taken as equal (converted again): equal floats otherwise convert alike.
+
+    Examples
+    --------
+    >>> _same_bits(0.05, 0.05), _same_bits(0.0, -0.0), _same_bits(1, 1.0)
+    (True, False, False)
+    """
+    if old is new:
+        return True
+    return (type(old) is float and type(new) is float and old == new
+            and (old != 0.0 or math.copysign(1.0, old) == math.copysign(1.0, new)))
 
 
 def recorded_barrier(keep=None) -> CapturedProgram | None:
