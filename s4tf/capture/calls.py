@@ -20,6 +20,7 @@ from ..backends.base import get_backend
 from ..backends.xla.layouts import placement
 from ..learning_phase import current_learning_phase
 from ..precision import get_policy
+from ..tensor import Tensor
 from ..tree import is_leaf, tree_children
 
 __all__ = ["Call", "NotCapturable", "Signature", "loose_statics", "tensor_part"]
@@ -166,8 +167,15 @@ class Call:
             self.cells.append((value, len(self.leaves) if is_leaf(value.value) else None))
         # A node's class and field names, a dict's keys, a tuple's type and length.
         parts.append((kind, value.__class__, tuple(key for key, _, _ in children)))
+        leaves = self.leaves
         for _, child, _ in children:
-            self._walk(child, depth + 1, parts)
+            # A model's tensors, the bulk of the leaves, without a call each (a replay
+            # walks every argument on every call); anything else takes the general path.
+            if type(child) is Tensor:
+                leaves.append(child)
+                parts.append(tensor_part(child))
+            else:
+                self._walk(child, depth + 1, parts)
         self._open.discard(id(value))
 
 

@@ -285,7 +285,9 @@ class _Recording:
             return Expr(evaluator(found[1]))
         if self._outside(array):
             return Outside(weakref.ref(array))
-        return Number(np.asarray(array.buffer).reshape(()))
+        # A NumPy scalar, not a view of the buffer: an immutable value, which a replay
+        # feeds as the same object every time (its device buffer is then reused).
+        return Number(np.asarray(array.buffer).reshape(())[()])
 
 
 def _compiled(update: Update) -> Update:

@@ -572,3 +572,28 @@ def test_a_verification_names_a_changed_dtype():
     with pytest.warns(s4tf.xla.CaptureMismatchWarning, match=r"cast\(dtype=.*float32.*became "
                                                              r"cast\(dtype=.*float64"):
         assert captured(x).dtype == s4tf.float64
+
+
+def test_replays_reuse_host_buffers_only_for_the_same_bits(monkeypatch):
+    # A replay whose numbers did not change converts none of its host values again;
+    # a float with other bits (only the sign of a zero) is converted, never stale.
+    from s4tf.backends.xla import capture as program_module
+
+    converted = []
+    real = program_module.device_buffers
+
+    def counting(values):
+        converted.append(len(values))
+        return real(values)
+
+    monkeypatch.setattr(program_module, "device_buffers", counting)
+    step = s4tf.xla.compile(lambda x, scale: x * scale, verify_first=0)
+    x = s4tf.Tensor([1.0, 2.0]).to("xla")
+    step(x, 2.0)  # the capture (its barrier is not a replay)
+    scales = (2.0, 2.0, 0.0, -0.0, -0.0, 0.0)
+    results = [np.asarray(step(x, scale)) for scale in scales]
+    assert step.body_runs == 1
+    assert converted == [1, 0, 1, 1, 0, 1]  # only where the bits changed
+    for scale, result in zip(scales, results, strict=True):
+        assert result.tolist() == [scale, 2 * scale]
+        assert np.signbit(result).all() == (math.copysign(1.0, scale) < 0)

@@ -12,6 +12,8 @@ business of :mod:`s4tf.capture`, which knows Tensors, models and optimizers.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import compiler, graph
@@ -57,6 +59,7 @@ class CapturedProgram:
         self.host = list(trace._host)
         # A host value may have any one-element shape ((), (1,), (1, 1)): a replay keeps it.
         self._host_specs = [(x.shape, x.dtype) for x in self.host]
+        self._last_host: list = [None] * len(self.host)  # (value, its buffer) per parameter
         self.outputs = list(zip(trace._out_nodes, trace._out_positions, strict=True))
         specs: list = [None] * len(self.out_slots)
         for node, k in self.outputs:
@@ -86,8 +89,6 @@ class CapturedProgram:
         compiles once more (cached).
         """
         buffers = [a.buffer for a in arrays]
-        host = [np.asarray(value, dtype).reshape(shape)
-                for value, (shape, dtype) in zip(host_values, self._host_specs, strict=True)]
         trace = graph.Trace()
         trace.key = key = (self.entries, self.out_slots, donate)
         trace.hash = self._hashes.get(donate)
@@ -95,7 +96,7 @@ class CapturedProgram:
             trace.hash = self._hashes[donate] = hash(key)
         trace.program, trace.n_slots, trace.parameter_slots = self._program
         trace.out_slots, trace.donate = self.out_slots, donate
-        trace.arguments = (*buffers, *device_buffers(host))
+        trace.arguments = (*buffers, *self._host_buffers(host_values))
         outs = compiler.run(trace)
         COUNTERS["replays"] += 1
         COUNTERS["donated_buffers"] += len(donate)
@@ -112,6 +113,50 @@ class CapturedProgram:
             seen[id(buffer)] = result
             results.append(result)
         return results
+
+    def _host_buffers(self, values) -> list:
+        """One device buffer per host value; a value with the last run's bits reuses its buffer.
+
+        A capture feeds its fixed numbers as the same immutable objects on
+        every replay, and its recomputed ones (a learning rate) mostly as
+        equal Python floats: their buffers are kept with the program instead
+        of converting and looking each one up again (LeNet: 28 host
+        parameters). A NumPy array may change in place, so it is always
+        converted again.
+        """
+        last = self._last_host
+        found: list = [None] * len(values)
+        fresh, arrays = [], []
+        for k, value in enumerate(values):
+            kept = last[k]
+            if kept is not None and _same_bits(kept[0], value):
+                found[k] = kept[1]
+            else:
+                shape, dtype = self._host_specs[k]
+                fresh.append(k)
+                arrays.append(np.asarray(value, dtype).reshape(shape))
+        for k, buffer in zip(fresh, device_buffers(arrays), strict=True):
+            found[k] = buffer
+            value = values[k]
+            last[k] = None if isinstance(value, np.ndarray) else (value, buffer)
+        return found
+
+
+def _same_bits(old, new) -> bool:
+    """Whether host value ``new`` is ``old`` or a Python float with the same bits.
+
+    ``0.0 == -0.0`` but their bits differ (the sign), and a NaN is never
+    taken as equal (converted again): equal floats otherwise convert alike.
+
+    Examples
+    --------
+    >>> _same_bits(0.05, 0.05), _same_bits(0.0, -0.0), _same_bits(1, 1.0)
+    (True, False, False)
+    """
+    if old is new:
+        return True
+    return (type(old) is float and type(new) is float and old == new
+            and (old != 0.0 or math.copysign(1.0, old) == math.copysign(1.0, new)))
 
 
 def recorded_barrier(keep=None) -> CapturedProgram | None:
