@@ -134,7 +134,9 @@ def test_float_arguments_are_parameters_with_the_right_numbers():
                                                                   (0.1, 0.2))]
     assert results == [[2.5, 4.5], [2.0, 5.0],
                        (np.float32([1.0, 2.0]) * np.float32(0.1) + np.float32(0.2)).tolist()]
-    assert step.body_runs == 1 and s4tf.xla.metrics()["compiles"] == 1
+    # At most one compile for three values (none when an earlier test in this process
+    # compiled the same program: the in-process cache then answers).
+    assert step.body_runs == 1 and s4tf.xla.metrics()["compiles"] <= 1
 
 
 def test_arithmetic_on_float_arguments_is_redone_on_replay():
