@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resnet56_naive  # noqa: E402
 import zoo_step  # noqa: E402
 
-from s4tf.backends import blas_threads, im2col  # noqa: E402
+from s4tf.backends import blas_threads, kernel_pool  # noqa: E402
 
 
 def _openblas_threads_setter():
@@ -79,9 +79,9 @@ def main() -> None:
     def ours(config):
         kernels, blas_threads = configs[config]
         if kernels is None:
-            os.environ.pop(im2col.THREADS_VARIABLE, None)
+            os.environ.pop(kernel_pool.THREADS_VARIABLE, None)
         else:
-            os.environ[im2col.THREADS_VARIABLE] = str(kernels)
+            os.environ[kernel_pool.THREADS_VARIABLE] = str(kernels)
         if blas_threads is not None:
             setter(ctypes.c_int(blas_threads))
         return timed(mine)

@@ -183,9 +183,7 @@ class ArrayKernels(NNKernels):
         # kernels with the same operands, so the same values. The count is what a Python
         # number becomes in an op: a weak scalar next to an IEEE float, an array of the
         # sum's dtype otherwise (bfloat16, whose NumPy kind is "V").
-        count = 1
-        for a in axis:
-            count *= x.shape[a]
+        count = math.prod(x.shape[a] for a in axis)
         if x.dtype.itemsize == 2 and x.dtype.kind in "fV":
             # float16 and bfloat16 are summed and divided in float32 and rounded once, as
             # jnp.mean and PyTorch do: a float16 sum overflows past 65,504 (the mean of

@@ -1,6 +1,6 @@
 """NumPy's OpenBLAS thread count: what the environment asks for, and holding it at one.
 
-The naive kernels' pool (:func:`s4tf.backends.im2col.shares`) runs convolution
+The naive kernels' pool (:func:`s4tf.backends.kernel_pool.shares`) runs convolution
 chunks on every core; OpenBLAS's own threads beside them would put two busy
 threads on each core, and its worker threads keep spinning for a while after
 each multi-threaded GEMM, on the cores the next chunks need. So while the pool
@@ -108,7 +108,7 @@ def openblas_functions():
 def one_blas_thread():
     """OpenBLAS held at one thread inside the block (each chunk's GEMM on its own core).
 
-    The chunks of :func:`s4tf.backends.im2col.shares` already fill the cores; OpenBLAS's threads
+    The chunks of :func:`s4tf.backends.kernel_pool.shares` already fill the cores; OpenBLAS's threads
     beside them would make two threads per core. The count it had is put
     back when the last open block closes (blocks from several callers nest).
     Nothing happens when OpenBLAS cannot be switched.

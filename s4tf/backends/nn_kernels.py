@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import im2col
+from . import im2col, kernel_pool
 from .norm_kernels import NormKernels
 from .pool_kernels import PoolKernels
 from .windows import conv_output_shape, full_key, offset_keys, padded_shape, size
@@ -129,7 +129,7 @@ class NNKernels(NormKernels, PoolKernels):
         if im2col.no_copy(x, window, strides, padding, groups):
             share(None)  # one GEMM over x itself
         else:
-            im2col.shares(self.xp, share, im2col.column_chunks(x, out_spatial, window))
+            kernel_pool.shares(self.xp, share, im2col.column_chunks(x, out_spatial, window))
         return y.reshape((x.shape[0],) + out_spatial + (channels,))
 
     def conv_backprop_filter(self, x, g, *, filter_shape, strides, padding, dilations, groups):
@@ -153,7 +153,7 @@ class NNKernels(NormKernels, PoolKernels):
         if im2col.no_copy(x, window, strides, padding, groups):
             products = share(None)
         else:
-            products = [part for piece in im2col.shares(
+            products = [part for piece in kernel_pool.shares(
                 self.xp, share, im2col.column_chunks(x, out_spatial, window)) for part in piece]
         dw = None
         for part in products:  # the sequential order of adds, whatever the thread count
@@ -190,7 +190,7 @@ class NNKernels(NormKernels, PoolKernels):
                     xp.matmul(cols[:, i * step:i * step + pixels], taps[i], out=part)
                     xp.add(block, part, out=block)
 
-        im2col.shares(xp, share, im2col.row_chunks(x, out_spatial, w.shape[:-2], padding))
+        kernel_pool.shares(xp, share, im2col.row_chunks(x, out_spatial, w.shape[:-2], padding))
 
     def conv_backprop_input(self, g, w, *, input_shape, strides, padding, dilations, groups):
         """Transpose of :meth:`conv` in ``x``: the input cotangent for output cotangent ``g``.
@@ -257,7 +257,7 @@ class NNKernels(NormKernels, PoolKernels):
                         target[full_key(key)] += piece.reshape(
                             (images,) + out_spatial + (channels,))
 
-        im2col.shares(xp, share, im2col.chunks(batch, rows * taps * channels * g.itemsize))
+        kernel_pool.shares(xp, share, im2col.chunks(batch, rows * taps * channels * g.itemsize))
         inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(padding, input_shape[1:-1], strict=True))
         if channels_first:
             return xp.ascontiguousarray(xp.moveaxis(buffer[(slice(None), slice(None)) + inner], 0, -1))

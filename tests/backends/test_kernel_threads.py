@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from s4tf.backends import blas_threads, im2col
+from s4tf.backends import blas_threads, im2col, kernel_pool
 from s4tf.backends.naive import kernels
 from s4tf.backends.naive.kernels import NumPyKernels
 
@@ -46,8 +46,8 @@ def _conv_and_gradients(case):
 @pytest.mark.parametrize("case", CASES)
 def test_threads_give_the_bits_of_one_thread(case, monkeypatch):
     calls = []
-    original = im2col.shares
-    monkeypatch.setattr(im2col, "shares", lambda xp, work, parts: calls.append(len(parts))
+    original = kernel_pool.shares
+    monkeypatch.setattr(kernel_pool, "shares", lambda xp, work, parts: calls.append(len(parts))
                         or original(xp, work, parts))
     monkeypatch.setenv("S4TF_THREADS", "1")
     alone = _conv_and_gradients(case)
@@ -68,7 +68,7 @@ def test_shares_run_on_several_threads_in_order(monkeypatch):
         barrier.wait()
         return parts, threading.get_ident()
 
-    results = im2col.shares(np, work, [(i, i + 1) for i in range(7)])
+    results = kernel_pool.shares(np, work, [(i, i + 1) for i in range(7)])
     assert [parts for parts, _ in results] == [[(0, 1), (1, 2), (2, 3)], [(3, 4), (4, 5)],
                                                [(5, 6), (6, 7)]]
     assert results[0][1] == threading.get_ident() and len({ident for _, ident in results}) == 3
@@ -76,16 +76,16 @@ def test_shares_run_on_several_threads_in_order(monkeypatch):
 
 def test_one_thread_and_other_namespaces_stay_on_the_caller(monkeypatch):
     monkeypatch.setenv("S4TF_THREADS", "1")
-    assert im2col.shares(np, lambda parts: len(parts), [(0, 1), (1, 2)]) == [2]
+    assert kernel_pool.shares(np, lambda parts: len(parts), [(0, 1), (1, 2)]) == [2]
     monkeypatch.setenv("S4TF_THREADS", "4")
-    assert im2col.shares(object(), lambda parts: len(parts), [(0, 1), (1, 2)]) == [2]
+    assert kernel_pool.shares(object(), lambda parts: len(parts), [(0, 1), (1, 2)]) == [2]
 
 
 @pytest.mark.parametrize("setting", ["two", "0", "-1"])
 def test_a_bad_thread_count_is_named(setting, monkeypatch):
     monkeypatch.setenv("S4TF_THREADS", setting)
     with pytest.raises(ValueError, match="S4TF_THREADS"):
-        im2col.threads()
+        kernel_pool.threads()
 
 
 class _FakeOpenBLAS:
@@ -113,15 +113,15 @@ def test_the_pool_defaults_to_the_cores_where_openblas_can_make_room(blas, switc
         monkeypatch.setenv("OPENBLAS_NUM_THREADS", blas)
     fake = _FakeOpenBLAS()
     monkeypatch.setattr(blas_threads, "_openblas", (fake.get, fake.set) if switchable else None)
-    monkeypatch.setattr(im2col.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
-    assert im2col.threads() == (3 if pooled else 1)
+    monkeypatch.setattr(kernel_pool.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert kernel_pool.threads() == (3 if pooled else 1)
 
 
 def test_shares_hold_openblas_at_one_thread_and_restore_it(monkeypatch):
     fake = _FakeOpenBLAS(4)
     monkeypatch.setattr(blas_threads, "_openblas", (fake.get, fake.set))
     monkeypatch.setenv("S4TF_THREADS", "2")
-    seen = im2col.shares(np, lambda parts: fake.count, [(0, 1), (1, 2)])
+    seen = kernel_pool.shares(np, lambda parts: fake.count, [(0, 1), (1, 2)])
     assert seen == [1, 1] and fake.count == 4
 
 
@@ -161,8 +161,8 @@ def test_row_wise_kernels_share_rows_and_keep_the_bits_of_one_thread(name, leadi
     args = [rng.standard_normal(shape).astype(np.float32) for shape in leading + others]
     params = {"epsilon": 1e-5} if "norm" in name else {}
     calls = []
-    original = im2col.shares
-    monkeypatch.setattr(im2col, "shares", lambda xp, work, parts: calls.append(len(parts))
+    original = kernel_pool.shares
+    monkeypatch.setattr(kernel_pool, "shares", lambda xp, work, parts: calls.append(len(parts))
                         or original(xp, work, parts))
     monkeypatch.setenv("S4TF_THREADS", "1")
     alone = getattr(KERNELS, name)(*args, **params)
@@ -178,8 +178,8 @@ def test_row_wise_kernels_share_rows_and_keep_the_bits_of_one_thread(name, leadi
 def test_row_wise_kernels_run_whole_when_an_operand_would_change_the_result(monkeypatch):
     monkeypatch.setenv("S4TF_THREADS", "2")
     calls = []
-    original = im2col.shares
-    monkeypatch.setattr(im2col, "shares", lambda xp, work, parts: calls.append(len(parts))
+    original = kernel_pool.shares
+    monkeypatch.setattr(kernel_pool, "shares", lambda xp, work, parts: calls.append(len(parts))
                         or original(xp, work, parts))
     v, x = np.ones((4, 3), np.float32), np.ones((4, 3), np.float32)
     KERNELS.gelu_grad(v, x)

@@ -35,7 +35,7 @@ its floating results are rounded back to the operands' dtype. Results keep
 their dtype and are as accurate as a float32 computation rounded once.
 
 The convolutions share their chunks with the kernel pool
-(:func:`s4tf.backends.im2col.shares`) with OpenBLAS held at one thread, and
+(:func:`s4tf.backends.kernel_pool.shares`) with OpenBLAS held at one thread, and
 GELU's gradient (:data:`ROW_WISE`) runs in blocks of rows on it, bit for
 bit as on one thread.
 """
@@ -50,7 +50,7 @@ import math
 import numpy as np
 
 from ...dtypes import as_dtype
-from .. import blas_threads, im2col
+from .. import blas_threads, im2col, kernel_pool
 from ..array_kernels import ArrayKernels
 
 __all__ = ["NumPyKernels"]
@@ -112,7 +112,7 @@ class NumPyKernels(ArrayKernels):
         total = np.ones(count, dtype=x.dtype) @ x.reshape(count, -1)
         return total.reshape(((1,) * lead if keepdims else ()) + x.shape[lead:])
 
-    # The convolutions run their chunks on the kernel pool (im2col.shares) with
+    # The convolutions run their chunks on the kernel pool (kernel_pool.shares) with
     # OpenBLAS at one thread; their other GEMMs (a 1x1 window's one product, a
     # single chunk) are held there too: one multi-threaded call leaves OpenBLAS's
     # worker spinning for its next job, on a core the pool's next chunks need
@@ -187,7 +187,7 @@ class NumPyKernels(ArrayKernels):
 
 def _pool_blas():
     """OpenBLAS at one thread while the kernel pool has several (see ``conv``), else as it is."""
-    return blas_threads.one_blas_thread() if im2col.threads() > 1 else contextlib.nullcontext()
+    return blas_threads.one_blas_thread() if kernel_pool.threads() > 1 else contextlib.nullcontext()
 
 
 def _as_bits(value, dtype, bits):
@@ -273,7 +273,7 @@ def _by_rows(kernel, leading):
     For kernels whose every output row depends only on the same rows (the
     first index) of the ``leading`` operands, all shaped like the output;
     any other operands have fewer axes and go whole to every block.
-    :func:`im2col.shares` runs the blocks on every core, and blocks of about
+    :func:`kernel_pool.shares` runs the blocks on every core, and blocks of about
     :data:`im2col.CHUNK_BYTES` keep the kernel's temporaries in cache. Each
     block computes exactly what the whole call would for its rows, so the
     bits do not depend on the thread count or the block size. With one
@@ -283,7 +283,7 @@ def _by_rows(kernel, leading):
     def run(self, *args, **params):
         x = args[0]
         if (not isinstance(x, np.ndarray) or x.dtype not in _BLAS or x.ndim < 2
-                or x.nbytes < 2 * im2col.CHUNK_BYTES or im2col.threads() == 1
+                or x.nbytes < 2 * im2col.CHUNK_BYTES or kernel_pool.threads() == 1
                 # Another dtype would change the result's, a row axis elsewhere its rows.
                 or any(not isinstance(a, np.ndarray) or a.dtype != x.dtype
                        or (a.shape != x.shape if i < leading else a.ndim >= x.ndim)
@@ -296,7 +296,7 @@ def _by_rows(kernel, leading):
                 rows = (a[start:stop] for a in args[:leading])
                 out[start:stop] = kernel(self, *rows, *args[leading:], **params)
 
-        im2col.shares(np, share, im2col.chunks(x.shape[0], x.nbytes // x.shape[0]))
+        kernel_pool.shares(np, share, im2col.chunks(x.shape[0], x.nbytes // x.shape[0]))
         return out
 
     return run
