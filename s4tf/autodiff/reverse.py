@@ -83,14 +83,7 @@ class ReverseTrace(Trace):
         return tracer
 
     def new_leaf(self, primal) -> ReverseTracer:
-        # record's body without its frame: one leaf per tensor of the point, every call.
-        node = _new(Node)
-        node.seq, node.vjp, node.args, node.params, node.out, node.parents = (
-            next(_sequence), None, (), _NO_PARAMS, primal, ())
-        self.nodes.append(node)
-        tracer = _new(ReverseTracer)
-        tracer._trace, tracer._primal, tracer._node = self, primal, node
-        return tracer
+        return self.record(None, (), _NO_PARAMS, primal, ())
 
     def process(self, primitive, args, params):
         vjp = primitive.vjp

@@ -134,7 +134,7 @@ def _python_calls(fn):
 def test_a_small_mlps_gradient_step_stays_within_its_python_call_budget():
     # The per-op cost of tracing and of the backward pass at batch 1 (benchmarks/mlp_ad.py):
     # s4tf's Python calls per step: 338 before issue 24's work, 297 after its first
-    # round, 269 after its second.
+    # round, 278 after its second.
     s4tf.random.seed(0)
     model = s4tf.layers.Sequential(
         s4tf.layers.Dense(8, 8, activation=s4tf.relu),
@@ -152,4 +152,4 @@ def test_a_small_mlps_gradient_step_stays_within_its_python_call_budget():
 
     step()
     calls = _python_calls(step)
-    assert calls <= 280, f"{calls} Python calls per step, was 269: which op costs more now?"
+    assert calls <= 280, f"{calls} Python calls per step, was 278: which op costs more now?"

@@ -35,17 +35,13 @@ def _dimension_numbers(rank: int):
     return ("N" + spatial + "C", spatial + "IO", "N" + spatial + "C")
 
 
-def _pointwise_shape(filter_shape, padding, groups) -> bool:
+def _pointwise(filter_shape, padding, groups) -> bool:
     """True for a convolution that is a matrix product per pixel (window 1, unpadded, one group).
 
     Dilation does nothing to a window of size 1, so any dilation qualifies.
     """
     return (groups == 1 and all(size == 1 for size in filter_shape[:-2])
             and all(before == 0 and after == 0 for before, after in padding))
-
-
-def _pointwise(w, padding, groups) -> bool:
-    return _pointwise_shape(w.shape, padding, groups)
 
 
 def _matrix(w):
@@ -94,7 +90,7 @@ class JaxNNKernels:
     """
 
     def conv(self, x, w, *, strides, padding, dilations, groups):
-        if _pointwise(w, padding, groups):
+        if _pointwise(w.shape, padding, groups):
             return lax.dot_general(_strided_pixels(x, strides), _matrix(w),
                                    (((x.ndim - 1,), (0,)), ((), ())), precision=_HIGHEST)
         return lax.conv_general_dilated(
@@ -104,7 +100,7 @@ class JaxNNKernels:
         )
 
     def conv_backprop_input(self, g, w, *, input_shape, strides, padding, dilations, groups):
-        if _pointwise(w, padding, groups):
+        if _pointwise(w.shape, padding, groups):
             pixels = lax.dot_general(g, _matrix(w), (((g.ndim - 1,), (1,)), ((), ())),
                                      precision=_HIGHEST)
             return _spread(pixels, input_shape, strides)
@@ -116,7 +112,7 @@ class JaxNNKernels:
         return jax.linear_transpose(forward, jax.ShapeDtypeStruct(input_shape, g.dtype))(g)[0]
 
     def conv_backprop_filter(self, x, g, *, filter_shape, strides, padding, dilations, groups):
-        if _pointwise_shape(filter_shape, padding, groups):
+        if _pointwise(filter_shape, padding, groups):
             axes = tuple(range(x.ndim - 1))  # batch and pixels, contracted in place
             matrix = lax.dot_general(_strided_pixels(x, strides), g, ((axes, axes), ((), ())),
                                      precision=_HIGHEST)
